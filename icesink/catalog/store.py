@@ -1,0 +1,193 @@
+"""The persistent catalog: one SQLite database in the data directory.
+
+Every change runs in one `BEGIN IMMEDIATE` transaction, so two icesink processes on one data
+directory serialise their writes and each sees the other's committed objects on its next read.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator, Optional
+
+import platformdirs
+
+from .schema import MIGRATIONS, VIEWS
+
+DATABASE_FILE = "catalog.db"
+
+
+def default_data_dir() -> Path:
+    env = os.environ.get("ICESINK_DATA_DIR")
+    return Path(env) if env else Path(platformdirs.user_data_dir("icesink"))
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(sep=" ", timespec="microseconds")
+
+
+@dataclass(frozen=True)
+class CatalogObject:
+    id: str
+    name: str
+    kind: str
+    type: str
+    create_sql: str
+    redacted_create_sql: str
+    definition: dict = field(default_factory=dict)
+    cluster: Optional[str] = None
+    connection_id: Optional[str] = None
+    envelope: Optional[str] = None
+    created_at: str = ""
+
+
+class Catalog:
+    def __init__(self, data_dir: Path):
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.data_dir, 0o700)
+        self.path = self.data_dir / DATABASE_FILE
+        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode = WAL")
+        self.db.execute("PRAGMA foreign_keys = ON")
+        self._migrate()
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ------------------------------------------------------------ schema
+    def _migrate(self) -> None:
+        with self.transaction():
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version > len(MIGRATIONS):
+                raise RuntimeError(f"catalog {self.path} was written by a newer icesink (schema {version})")
+            if version == len(MIGRATIONS):
+                return
+            for script in MIGRATIONS[version:]:
+                for statement in script.split(";"):
+                    if statement.strip():
+                        self.db.execute(statement)
+            for name in VIEWS:
+                self.db.execute(f"DROP VIEW IF EXISTS {name}")
+            for name, body in VIEWS.items():
+                self.db.execute(f"CREATE VIEW {name} AS {body}")
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('install_id', ?)", (uuid.uuid4().hex,))
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('next_id', '1')")
+            self.db.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        if self.db.in_transaction:  # nested: the outer transaction decides
+            yield self.db
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def meta(self, key: str) -> Optional[str]:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    @property
+    def install_id(self) -> str:
+        return self.meta("install_id")
+
+    # ------------------------------------------------------------ objects
+    def allocate_id(self) -> tuple[str, int]:
+        with self.transaction() as db:
+            seq = int(db.execute("SELECT value FROM meta WHERE key = 'next_id'").fetchone()[0])
+            db.execute("UPDATE meta SET value = ? WHERE key = 'next_id'", (str(seq + 1),))
+        return f"u{seq}", seq
+
+    def insert(self, obj: CatalogObject, depends_on: tuple[str, ...] = ()) -> None:
+        with self.transaction() as db:
+            seq = int(obj.id[1:])
+            db.execute(
+                "INSERT INTO objects (id, seq, name, kind, type, cluster, connection_id, envelope, create_sql,"
+                " redacted_create_sql, definition, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (obj.id, seq, obj.name, obj.kind, obj.type, obj.cluster, obj.connection_id, obj.envelope,
+                 obj.create_sql, obj.redacted_create_sql, json.dumps(obj.definition), obj.created_at or now()))
+            db.executemany("INSERT OR IGNORE INTO dependencies VALUES (?, ?)",
+                           [(obj.id, target) for target in depends_on])
+
+    def update(self, obj: CatalogObject) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE objects SET name = ?, create_sql = ?, redacted_create_sql = ?, definition = ?"
+                       " WHERE id = ?", (obj.name, obj.create_sql, obj.redacted_create_sql,
+                                         json.dumps(obj.definition), obj.id))
+
+    def delete(self, ids: list[str]) -> None:
+        with self.transaction() as db:
+            for object_id in ids:
+                db.execute("DELETE FROM dependencies WHERE object_id = ?", (object_id,))
+                db.execute("DELETE FROM statistics WHERE object_id = ?", (object_id,))
+                db.execute("DELETE FROM objects WHERE id = ?", (object_id,))
+
+    def _row(self, row) -> Optional[CatalogObject]:
+        if row is None:
+            return None
+        (id_, name, kind, type_, cluster, connection_id, envelope, create_sql, redacted, definition,
+         created_at) = row
+        return CatalogObject(id_, name, kind, type_, create_sql, redacted, json.loads(definition), cluster,
+                             connection_id, envelope, created_at)
+
+    _COLUMNS = ("id, name, kind, type, cluster, connection_id, envelope, create_sql, redacted_create_sql,"
+                " definition, created_at")
+
+    def get(self, name: str) -> Optional[CatalogObject]:
+        return self._row(self.db.execute(f"SELECT {self._COLUMNS} FROM objects WHERE name = ?",
+                                         (name,)).fetchone())
+
+    def get_by_id(self, object_id: str) -> Optional[CatalogObject]:
+        return self._row(self.db.execute(f"SELECT {self._COLUMNS} FROM objects WHERE id = ?",
+                                         (object_id,)).fetchone())
+
+    def objects(self, kinds: tuple[str, ...] = ()) -> list[CatalogObject]:
+        sql = f"SELECT {self._COLUMNS} FROM objects"
+        if kinds:
+            sql += f" WHERE kind IN ({','.join('?' * len(kinds))})"
+        return [self._row(r) for r in self.db.execute(sql + " ORDER BY seq", kinds)]
+
+    def names(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT name FROM objects ORDER BY name")]
+
+    def dependents(self, object_id: str) -> list[CatalogObject]:
+        rows = self.db.execute(
+            f"SELECT {', '.join('o.' + c.strip() for c in self._COLUMNS.split(','))} FROM dependencies d"
+            " JOIN objects o ON o.id = d.object_id WHERE d.depends_on = ? ORDER BY o.seq", (object_id,))
+        return [self._row(r) for r in rows]
+
+    # ------------------------------------------------------------ status and settings
+    def record_status(self, object_id: str, object_kind: str, status: str, error: Optional[str] = None,
+                      details: Optional[dict] = None, replica_id: Optional[str] = None) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT INTO status_history VALUES (?,?,?,?,?,?,?)",
+                       (now(), object_id, object_kind, status, error,
+                        json.dumps(details) if details is not None else None, replica_id))
+
+    def setting(self, name: str) -> Optional[str]:
+        row = self.db.execute("SELECT value FROM settings WHERE name = ?", (name,)).fetchone()
+        return row[0] if row else None
+
+    def set_setting(self, name: str, value: Optional[str]) -> None:
+        """None returns the setting to its default."""
+        with self.transaction() as db:
+            if value is None:
+                db.execute("DELETE FROM settings WHERE name = ?", (name,))
+                return
+            db.execute("INSERT INTO settings VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                       (name, value))
+
+    def query(self, sql: str, params=()) -> tuple[list[str], list[tuple]]:
+        cursor = self.db.execute(sql, params)
+        columns = [d[0] for d in cursor.description or ()]
+        return columns, cursor.fetchall()

@@ -1,0 +1,36 @@
+"""Iceberg catalog connections. 'local' is the embedded default: a warehouse directory under the
+data directory (or WAREHOUSE), which needs nothing external to check."""
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+from .base import ConnectionInvalid, Connector
+
+LOCAL_WAREHOUSE_DIR = "warehouse"
+
+
+class IcebergCatalogConnector(Connector):
+    @property
+    def catalog_type(self) -> str:
+        return self.options["catalog_type"]
+
+    def local_warehouse(self) -> Path:
+        warehouse = self.options.get("warehouse")
+        if warehouse and warehouse.startswith("file://"):
+            warehouse = warehouse[len("file://"):]
+        return Path(warehouse) if warehouse else self.data_dir / LOCAL_WAREHOUSE_DIR
+
+    def validate(self) -> None:
+        if self.catalog_type != "local":
+            raise self.not_supported(f"'{self.catalog_type}' Iceberg catalogs")
+        warehouse = self.local_warehouse()
+        probe = warehouse / f".icesink-probe-{uuid.uuid4().hex}"
+        try:
+            warehouse.mkdir(parents=True, exist_ok=True)
+            probe.write_bytes(b"")
+            os.unlink(probe)
+        except OSError as exc:
+            raise ConnectionInvalid(f"connection '{self.name}': cannot write to the warehouse {warehouse}: "
+                                    f"{exc.strerror}") from None

@@ -1,0 +1,132 @@
+"""Carries out plans: catalog changes in one transaction each, secrets, validation, queries."""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..catalog.store import Catalog, CatalogObject, now
+from ..catalog_connections import connector_for
+from ..errors import CatalogError, NotSupportedYet, PlanError
+from .planner.binder import KIND_WORDS
+from .planner.plans import (CreatePlan, DropPlan, NoticePlan, QueryPlan, SetSecretPlan, SetVariablePlan,
+                            UpdatePlan, ValidatePlan)
+
+
+@dataclass
+class Result:
+    status: str  # command tag, e.g. 'CREATE SINK', 'SELECT 2'
+    columns: list[str] = field(default_factory=list)
+    rows: list[tuple] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+
+class Executor:
+    def __init__(self, catalog: Catalog, secrets, session_settings: dict[str, str]):
+        self.catalog = catalog
+        self.secrets = secrets
+        self.session_settings = session_settings
+
+    def secret_value(self, secret_id: str) -> str:
+        value = self.secrets.get(secret_id)
+        if value is None:
+            obj = self.catalog.get_by_id(secret_id)
+            raise CatalogError(f"the value of secret '{obj.name if obj else secret_id}' is missing from "
+                               f"{self.secrets.description}; set it again with ALTER SECRET … AS '…'")
+        return value
+
+    def run(self, plan) -> Result:
+        handler: Callable = getattr(self, "_" + type(plan).__name__)
+        return handler(plan)
+
+    # ------------------------------------------------------------ changes
+    def _CreatePlan(self, plan: CreatePlan) -> Result:
+        result = Result(f"CREATE {KIND_WORDS[plan.kind].upper()}")
+        if plan.kind == "connection" and plan.validate is not False:
+            self._validate_new_connection(plan, result)
+        try:
+            with self.catalog.transaction():
+                object_id = self._insert(plan)
+                for child in plan.children:
+                    child.depends_on = (object_id,)
+                    self._insert(child)
+                if plan.secret_value is not None:
+                    self.secrets.set(object_id, plan.secret_value)
+        except sqlite3.IntegrityError:
+            raise CatalogError(f"an object named '{plan.name}' (or one of its subsources) was just created by "
+                               "another session") from None
+        return result
+
+    def _insert(self, plan: CreatePlan) -> str:
+        object_id, _ = self.catalog.allocate_id()
+        self.catalog.insert(CatalogObject(object_id, plan.name, plan.kind, plan.type, plan.create_sql,
+                                          plan.redacted_create_sql, plan.definition, plan.cluster,
+                                          plan.connection_id, plan.envelope, now()), plan.depends_on)
+        return object_id
+
+    def _validate_new_connection(self, plan: CreatePlan, result: Result) -> None:
+        draft = CatalogObject("", plan.name, plan.kind, plan.type, "", "", plan.definition)
+        try:
+            connector_for(draft, self.secret_value, self.catalog.data_dir).validate()
+        except NotSupportedYet as exc:
+            if plan.validate:  # asked for explicitly
+                raise
+            result.notices.append(f"connection '{plan.name}' was stored without validation: {exc.message}")
+
+    def _DropPlan(self, plan: DropPlan) -> Result:
+        kinds = {KIND_WORDS[o.kind] for o in plan.objects if o.kind != "subsource"}
+        status = f"DROP {kinds.pop().upper()}" if len(kinds) == 1 else "DROP"
+        with self.catalog.transaction():
+            self.catalog.delete([o.id for o in plan.objects])
+            for obj in plan.objects:
+                if obj.kind in ("sink", "source", "subsource"):
+                    self.catalog.record_status(obj.id, "sink" if obj.kind == "sink" else "source", "dropped")
+        for obj in plan.objects:
+            if obj.kind == "secret":
+                self.secrets.delete(obj.id)
+        cascaded = [f"{KIND_WORDS[o.kind]} '{o.name}'" for o in plan.objects[:-1]]
+        notices = list(plan.notices)
+        if cascaded and len(plan.objects) > 1:
+            notices.append("also dropped: " + ", ".join(cascaded))
+        return Result(status, notices=notices)
+
+    def _UpdatePlan(self, plan: UpdatePlan) -> Result:
+        try:
+            with self.catalog.transaction():
+                for obj in plan.objects:
+                    self.catalog.update(obj)
+        except sqlite3.IntegrityError:
+            raise CatalogError(f"the name '{plan.objects[0].name}' was just taken by another session") from None
+        return Result(plan.status)
+
+    def _SetSecretPlan(self, plan: SetSecretPlan) -> Result:
+        self.secrets.set(plan.secret.id, plan.value)
+        return Result("ALTER SECRET")
+
+    def _ValidatePlan(self, plan: ValidatePlan) -> Result:
+        connector_for(plan.connection, self.secret_value, self.catalog.data_dir).validate()
+        return Result("VALIDATE CONNECTION")
+
+    def _SetVariablePlan(self, plan: SetVariablePlan) -> Result:
+        if plan.system:
+            self.catalog.set_setting(plan.name, plan.value)
+            return Result("ALTER SYSTEM")
+        if plan.value is None:
+            self.session_settings.pop(plan.name, None)
+        else:
+            self.session_settings[plan.name] = plan.value
+        return Result("SET")
+
+    def _NoticePlan(self, plan: NoticePlan) -> Result:
+        return Result(plan.status, notices=[plan.notice])
+
+    # ------------------------------------------------------------ queries
+    def _QueryPlan(self, plan: QueryPlan) -> Result:
+        try:
+            columns, rows = self.catalog.query(plan.sql, plan.params)
+        except sqlite3.Error as exc:
+            message = str(exc)
+            if message.startswith("no such column: "):
+                message = f"column \"{message[len('no such column: '):]}\" does not exist"
+            raise PlanError(message) from None
+        return Result(f"SELECT {len(rows)}", columns, rows)

@@ -1,0 +1,79 @@
+"""Binds parsed statements to catalog objects, enforces dialect.md's rules, and produces plans."""
+from __future__ import annotations
+
+from ...catalog.store import Catalog
+from ...errors import PlanError
+from ...grammar import ast
+from .alter import plan_alter, plan_drop
+from .binder import Binder
+from .create import (plan_create_connection, plan_create_load_generator, plan_create_materialized_view,
+                     plan_create_postgres_source, plan_create_secret, plan_create_table,
+                     plan_create_table_from_source)
+from .plans import SetVariablePlan, ValidatePlan
+from .queries import plan_select, plan_show, plan_show_columns, plan_show_create, plan_write
+from .sinks import plan_create_sink
+
+SETTINGS = {"enable_iceberg_sink": "true", "enable_default_connection_validation": "true"}
+_TRUE, _FALSE = ("true", "on", "1", "yes"), ("false", "off", "0", "no")
+
+
+def setting_value(stmt: ast.SetVariable) -> str | None:
+    name = stmt.name.value
+    if name not in SETTINGS:
+        raise PlanError(f"unknown configuration parameter \"{name}\"; known: {', '.join(SETTINGS)}", stmt.name.pos)
+    value = stmt.value
+    if isinstance(value, ast.DefaultValue):
+        return None
+    text = (str(value.value).lower() if isinstance(value, (ast.BoolValue, ast.StringValue))
+            else str(getattr(value, "name", getattr(value, "text", ""))).lower())
+    if text in _TRUE:
+        return "true"
+    if text in _FALSE:
+        return "false"
+    raise PlanError(f"parameter \"{name}\" takes true or false, not {text}", value.pos)
+
+
+class Planner:
+    def __init__(self, catalog: Catalog, settings):
+        self.binder = Binder(catalog)
+        self.settings = settings  # callable: name -> current value
+
+    def plan(self, stmt: ast.Statement, text: str):
+        b = self.binder
+        match stmt:
+            case ast.CreateSecret():
+                return plan_create_secret(b, stmt, text)
+            case ast.CreateConnection():
+                default_validation = self.settings("enable_default_connection_validation") == "true"
+                return plan_create_connection(b, stmt, text, default_validation)
+            case ast.ValidateConnection():
+                return ValidatePlan(b.lookup(stmt.name, ("connection",), "connection"))
+            case ast.CreatePostgresSource():
+                return plan_create_postgres_source(b, stmt, text)
+            case ast.CreateLoadGeneratorSource():
+                return plan_create_load_generator(b, stmt, text)
+            case ast.CreateTable():
+                return plan_create_table(b, stmt, text)
+            case ast.CreateTableFromSource():
+                return plan_create_table_from_source(b, stmt, text)
+            case ast.CreateMaterializedView():
+                return plan_create_materialized_view(b, stmt, text)
+            case ast.CreateSink():
+                return plan_create_sink(b, stmt, text)
+            case ast.Alter():
+                return plan_alter(b, stmt)
+            case ast.Drop():
+                return plan_drop(b, stmt)
+            case ast.ShowObjects():
+                return plan_show(stmt)
+            case ast.ShowCreate():
+                return plan_show_create(b, stmt)
+            case ast.ShowColumns():
+                return plan_show_columns(b, stmt)
+            case ast.Insert() | ast.Update() | ast.Delete():
+                return plan_write(b, stmt)
+            case ast.SetVariable():
+                return SetVariablePlan(stmt.name.value, setting_value(stmt), stmt.system)
+            case ast.Select():
+                return plan_select(b, stmt, text)
+        raise PlanError(f"{type(stmt).__name__} is not supported")

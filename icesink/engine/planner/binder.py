@@ -1,0 +1,81 @@
+"""Name resolution against the catalog, shared by every statement's planning."""
+from __future__ import annotations
+
+from typing import Optional
+
+from ...catalog.store import Catalog, CatalogObject
+from ...errors import PlanError
+from ...grammar import ast
+from .query import Relation
+from .types import Column
+
+KIND_WORDS = {
+    "secret": "secret", "connection": "connection", "source": "source", "subsource": "subsource",
+    "table": "table", "materialized-view": "materialized view", "sink": "sink",
+}
+CONNECTION_TYPE_WORDS = {"aws": "an AWS connection", "iceberg-catalog": "an Iceberg catalog connection",
+                         "postgres": "a Postgres connection"}
+RELATION_KINDS = ("source", "subsource", "table", "materialized-view")
+_USER_SCHEMAS = ((), ("public",), ("materialize", "public"))
+
+
+def describe(obj: CatalogObject) -> str:
+    if obj.kind == "connection":
+        return CONNECTION_TYPE_WORDS[obj.type]
+    word = KIND_WORDS[obj.kind]
+    return f"an {word}" if word[0] in "aeiou" else f"a {word}"
+
+
+class Binder:
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+
+    def item_name(self, name: ast.ObjectName) -> str:
+        if name.qualifier not in _USER_SCHEMAS:
+            raise PlanError(f"unknown schema '{'.'.join(name.qualifier)}': objects live in materialize.public",
+                            name.pos)
+        return name.name
+
+    def new_name(self, name: ast.ObjectName | ast.Name, if_not_exists: bool = False) -> Optional[CatalogObject]:
+        """Checks a name for a new object; returns the existing object when IF NOT EXISTS applies."""
+        value = self.item_name(name) if isinstance(name, ast.ObjectName) else name.value
+        if value.startswith("mz_"):
+            raise PlanError(f"the name '{value}' is reserved: names beginning with mz_ are for system objects",
+                            name.pos)
+        existing = self.catalog.get(value)
+        if existing is not None and not if_not_exists:
+            raise PlanError(f"{KIND_WORDS[existing.kind]} '{value}' already exists", name.pos)
+        return existing
+
+    def lookup(self, name: ast.ObjectName, kinds: tuple[str, ...], what: str) -> CatalogObject:
+        obj = self.find(name)
+        if obj is None:
+            raise PlanError(f"unknown {what} '{name}'", name.pos)
+        if obj.kind not in kinds:
+            raise PlanError(f"'{name}' is {describe(obj)}, not {'an' if what[0] in 'aeiou' else 'a'} {what}",
+                            name.pos)
+        return obj
+
+    def find(self, name: ast.ObjectName) -> Optional[CatalogObject]:
+        return self.catalog.get(self.item_name(name))
+
+    def secret(self, name: ast.ObjectName) -> CatalogObject:
+        return self.lookup(name, ("secret",), "secret")
+
+    def connection(self, name: ast.ObjectName, connection_type: str) -> CatalogObject:
+        obj = self.lookup(name, ("connection",), "connection")
+        if obj.type != connection_type:
+            raise PlanError(f"connection '{name}' is {CONNECTION_TYPE_WORDS[obj.type]}, not "
+                            f"{CONNECTION_TYPE_WORDS[connection_type]}", name.pos)
+        return obj
+
+    def relation(self, name: ast.ObjectName) -> tuple[CatalogObject, Relation]:
+        obj = self.lookup(name, RELATION_KINDS, "source, table or materialized view")
+        return obj, relation_of(obj)
+
+
+def relation_of(obj: CatalogObject) -> Relation:
+    """Columns None: not known until the upstream system is asked (Postgres tables)."""
+    columns = obj.definition.get("columns")
+    cols = None if columns is None else tuple(Column(c["name"], c["type"], c.get("nullable", True)) for c in columns)
+    return Relation(obj.id, obj.name, cols, tuple(obj.definition.get("primary_key", ())))

@@ -1,0 +1,260 @@
+"""Planning of CREATE statements other than sinks."""
+from __future__ import annotations
+
+import json
+
+from ...errors import NotSupportedYet, PlanError
+from ...grammar import ast
+from ...grammar.lexical import lex, redact
+from . import options as opts
+from .binder import Binder
+from .intervals import parse_interval_ms
+from .plans import CreatePlan, NoticePlan
+from .query import bind_query
+from .types import LOAD_GENERATORS, Column, normalize
+
+_CONNECTION_WHAT = {"aws": "AWS connection", "iceberg-catalog": "Iceberg catalog connection",
+                    "postgres": "Postgres connection"}
+
+
+def exists_notice(kind: str, name: str, status: str) -> NoticePlan:
+    return NoticePlan(f"{kind} '{name}' already exists, skipping", status)
+
+
+def plan_create_secret(binder: Binder, stmt: ast.CreateSecret, text: str):
+    if binder.new_name(stmt.name, stmt.if_not_exists):
+        return exists_notice("secret", stmt.name.name, "CREATE SECRET")
+    sql = redact(text)  # a secret's value never reaches the catalog
+    return CreatePlan("secret", "secret", stmt.name.name, sql, sql, secret_value=stmt.value.value)
+
+
+# ---------------------------------------------------------------- connections
+def _combination_rules(conn_type: str, given: dict[str, ast.Option], end: int) -> None:
+    def needs(option: str, other: str, why: str = ""):
+        if option in given and other not in given:
+            raise PlanError(f"{option} requires {other}{why}", given[option].pos)
+
+    def excludes(a: str, b: str):
+        if a in given and b in given:
+            raise PlanError(f"{a} and {b} cannot be used together", given[b].pos)
+
+    if conn_type == "aws":
+        needs("SECRET ACCESS KEY", "ACCESS KEY ID")
+        needs("ACCESS KEY ID", "SECRET ACCESS KEY")
+        needs("SESSION TOKEN", "ACCESS KEY ID")
+        needs("ASSUME ROLE SESSION NAME", "ASSUME ROLE ARN")
+        needs("EXTERNAL ID", "ASSUME ROLE ARN")
+        excludes("ACCESS KEY ID", "ASSUME ROLE ARN")
+    elif conn_type == "iceberg-catalog":
+        if "CATALOG TYPE" not in given:
+            raise PlanError("an Iceberg catalog connection needs CATALOG TYPE ('rest', 's3tablesrest', 'glue' or"
+                            " 'local')", end)
+        catalog_type = opts.stored_value(given["CATALOG TYPE"], opts.ICEBERG_OPTIONS["CATALOG TYPE"], str)
+        rest_only = ("CREDENTIAL", "TOKEN", "SCOPE", "OAUTH2 SERVER URL", "ACCESS DELEGATION")
+        if catalog_type != "rest":
+            for name in rest_only:
+                if name in given:
+                    raise PlanError(f"{name} applies only to CATALOG TYPE 'rest', not '{catalog_type}'",
+                                    given[name].pos)
+        if catalog_type == "rest" and "URL" not in given:
+            raise PlanError("CATALOG TYPE 'rest' requires URL", given["CATALOG TYPE"].pos)
+        if catalog_type in ("glue", "local") and "URL" in given:
+            raise PlanError(f"URL does not apply to CATALOG TYPE '{catalog_type}'", given["URL"].pos)
+        if catalog_type in ("s3tablesrest", "glue"):
+            for name in (("WAREHOUSE", "AWS CONNECTION") if catalog_type == "s3tablesrest" else ("AWS CONNECTION",)):
+                if name not in given:
+                    raise PlanError(f"CATALOG TYPE '{catalog_type}' requires {name}", given["CATALOG TYPE"].pos)
+        excludes("CREDENTIAL", "TOKEN")
+        needs("SCOPE", "CREDENTIAL", " (the OAuth2 client credentials flow)")
+        needs("OAUTH2 SERVER URL", "CREDENTIAL", " (the OAuth2 client credentials flow)")
+    else:
+        for name in ("HOST", "USER"):
+            if name not in given:
+                raise PlanError(f"a Postgres connection needs {name}", end)
+        needs("SSL CERTIFICATE", "SSL KEY")
+        needs("SSL KEY", "SSL CERTIFICATE")
+        if "PORT" in given:
+            port = opts.scalar(given["PORT"])
+            if not port.isdigit() or not 1 <= int(port) <= 65535:
+                raise PlanError(f"PORT must be a number from 1 to 65535, not {port}", given["PORT"].value.pos)
+
+
+def plan_create_connection(binder: Binder, stmt: ast.CreateConnection, text: str, default_validation: bool):
+    if binder.new_name(stmt.name, stmt.if_not_exists):
+        return exists_notice("connection", stmt.name.name, "CREATE CONNECTION")
+    what = _CONNECTION_WHAT[stmt.connection_type]
+    specs = opts.CONNECTION_OPTIONS[stmt.connection_type]
+    given = opts.check_options(stmt.options, specs, what)
+    _combination_rules(stmt.connection_type, given, len(text))
+    depends: list[str] = []
+
+    def resolve_secret(name: ast.ObjectName) -> str:
+        secret = binder.secret(name)
+        depends.append(secret.id)
+        return secret.id
+
+    stored = {}
+    for name, option in given.items():
+        if name == "AWS CONNECTION":
+            aws = binder.connection(option.value.name, "aws")
+            depends.append(aws.id)
+            stored[opts.snake(name)] = {"connection": aws.id}
+        else:
+            stored[opts.snake(name)] = opts.stored_value(option, specs[name], resolve_secret)
+    with_options = opts.check_options(stmt.with_options, opts.CONNECTION_WITH_OPTIONS, "connection")
+    validate = with_options["VALIDATE"].value.value if "VALIDATE" in with_options else None
+    definition = {"options": stored}
+    if stmt.connection_type == "aws" and "assume_role_arn" in stored:
+        definition["external_id"] = stored.get("external_id") or f"icesink_{binder.catalog.install_id}"
+        definition["example_trust_policy"] = json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"AWS": "<the ARN icesink runs as>"},
+                           "Action": "sts:AssumeRole",
+                           "Condition": {"StringEquals": {"sts:ExternalId": definition["external_id"]}}}]})
+    if validate is None and (not default_validation or stmt.connection_type == "aws"):
+        validate = False  # Materialize does not validate AWS connections by default
+    return CreatePlan("connection", stmt.connection_type, stmt.name.name, text, redact(text), definition,
+                      tuple(dict.fromkeys(depends)), validate=validate)
+
+
+# ---------------------------------------------------------------- sources and tables
+def _columns_json(columns) -> list[dict] | None:
+    return None if columns is None else [c.as_dict() for c in columns]
+
+
+def _cluster(stmt) -> str:
+    return stmt.cluster.value if stmt.cluster else "default"
+
+
+def plan_create_postgres_source(binder: Binder, stmt: ast.CreatePostgresSource, text: str):
+    if binder.new_name(stmt.name, stmt.if_not_exists):
+        return exists_notice("source", stmt.name.name, "CREATE SOURCE")
+    connection = binder.connection(stmt.connection, "postgres")
+    given = opts.check_options(stmt.options, opts.POSTGRES_SOURCE_OPTIONS, "Postgres source")
+    if "PUBLICATION" not in given:
+        raise PlanError("a Postgres source needs PUBLICATION 'name'", stmt.connection.end)
+    options = {opts.snake(k): opts.stored_value(v, opts.POSTGRES_SOURCE_OPTIONS[k], str) for k, v in given.items()}
+    definition = {"connection_id": connection.id, "options": options, "tables": stmt.tables_kind,
+                  "schemas": [n.value for n in stmt.tables] if stmt.tables_kind == "schemas" else None}
+    plan = CreatePlan("source", "postgres", stmt.name.name, text, redact(text), definition, (connection.id,),
+                      _cluster(stmt), connection.id)
+    if stmt.tables_kind == "tables":
+        seen = set()
+        for ref in stmt.tables:
+            sub_name = ref.alias or ref.upstream.parts[-1]
+            if sub_name.value in seen:
+                raise PlanError(f"two tables would both become subsource '{sub_name.value}'; name one with AS",
+                                sub_name.pos)
+            seen.add(sub_name.value)
+            binder.new_name(sub_name)
+            upstream = ".".join(p.value for p in ref.upstream.parts)
+            if len(ref.upstream.parts) == 1:
+                upstream = "public." + upstream
+            sub_sql = f"CREATE SUBSOURCE {sub_name.value} FROM SOURCE {stmt.name.name} (REFERENCE {upstream})"
+            plan.children.append(CreatePlan("subsource", "subsource", sub_name.value, sub_sql, sub_sql,
+                                            {"upstream": upstream, "columns": None}, cluster=_cluster(stmt)))
+    return plan
+
+
+def plan_create_load_generator(binder: Binder, stmt: ast.CreateLoadGeneratorSource, text: str):
+    if binder.new_name(stmt.name, stmt.if_not_exists):
+        return exists_notice("source", stmt.name.name, "CREATE SOURCE")
+    generator = stmt.generator.value
+    if generator not in LOAD_GENERATORS:
+        raise PlanError(f"unknown load generator {generator.upper()}; expected COUNTER, AUCTION or TPCH",
+                        stmt.generator.pos)
+    given = opts.check_options(stmt.options, opts.LOAD_GENERATOR_OPTIONS, "load generator")
+    settings = {}
+    for name, option in given.items():
+        if name == "TICK INTERVAL":
+            try:
+                settings["tick_interval_ms"] = parse_interval_ms(option.value.value)
+            except ValueError as exc:
+                raise PlanError(f"TICK INTERVAL: {exc}", option.value.pos) from None
+            continue
+        number = float(option.value.text)
+        if name == "SCALE FACTOR" and generator != "tpch":
+            raise PlanError("SCALE FACTOR applies only to LOAD GENERATOR TPCH", option.pos)
+        if name in ("UP TO", "MAX CARDINALITY", "SEED") and (not number.is_integer() or number < 0):
+            raise PlanError(f"{name} must be a whole number, not {option.value.text}", option.value.pos)
+        if name == "SCALE FACTOR" and number <= 0:
+            raise PlanError(f"SCALE FACTOR must be positive, not {option.value.text}", option.value.pos)
+        settings[opts.snake(name)] = int(number) if number.is_integer() else number
+    relations = LOAD_GENERATORS[generator]
+    single = len(relations) == 1
+    if not single and not stmt.all_tables:
+        raise PlanError(f"LOAD GENERATOR {generator.upper()} produces several tables: add FOR ALL TABLES",
+                        stmt.generator.end)
+    definition = {"generator": generator, "options": settings}
+    if single:
+        definition.update(columns=_columns_json(relations[0].columns), primary_key=list(relations[0].primary_key))
+    plan = CreatePlan("source", "load-generator", stmt.name.name, text, text, definition, (), _cluster(stmt))
+    if not single:
+        for relation in relations:
+            binder.new_name(ast.Name(relation.name, pos=stmt.name.pos))
+            sub_sql = f"CREATE SUBSOURCE {relation.name} FROM SOURCE {stmt.name.name} (REFERENCE {relation.name})"
+            plan.children.append(CreatePlan(
+                "subsource", "subsource", relation.name, sub_sql, sub_sql,
+                {"upstream": relation.name, "columns": _columns_json(relation.columns),
+                 "primary_key": list(relation.primary_key)}, cluster=_cluster(stmt)))
+    return plan
+
+
+def plan_create_table(binder: Binder, stmt: ast.CreateTable, text: str):
+    if binder.new_name(stmt.name, stmt.if_not_exists):
+        return exists_notice("table", stmt.name.name, "CREATE TABLE")
+    columns, seen = [], set()
+    pk = {n.value for n in stmt.primary_key}
+    for col in stmt.columns:
+        if col.name.value in seen:
+            raise PlanError(f"column \"{col.name.value}\" specified more than once", col.name.pos)
+        if col.default is not None:
+            raise NotSupportedYet("column DEFAULT values are not supported yet", col.name.pos)
+        seen.add(col.name.value)
+        columns.append(Column(col.name.value, normalize(col.type), not (col.not_null or col.name.value in pk)))
+    for key in stmt.primary_key:
+        if key.value not in seen:
+            raise PlanError(f"PRIMARY KEY column \"{key.value}\" does not exist", key.pos)
+    definition = {"columns": _columns_json(columns), "primary_key": [k.value for k in stmt.primary_key]}
+    return CreatePlan("table", "table", stmt.name.name, text, text, definition)
+
+
+def plan_create_table_from_source(binder: Binder, stmt: ast.CreateTableFromSource, text: str):
+    if binder.new_name(stmt.name, stmt.if_not_exists):
+        return exists_notice("table", stmt.name.name, "CREATE TABLE")
+    source = binder.lookup(stmt.source, ("source",), "source")
+    reference = ".".join(p.value for p in stmt.reference.parts)
+    definition = {"source_id": source.id, "upstream": reference, "columns": None}
+    if source.type == "load-generator":
+        relations = {r.name: r for r in LOAD_GENERATORS[source.definition["generator"]] if r.name}
+        relation = relations.get(stmt.reference.name)
+        if relation is None:
+            raise PlanError(f"load generator source '{source.name}' has no table '{reference}'; its tables are: "
+                            f"{', '.join(relations) or 'none'}", stmt.reference.pos)
+        definition.update(columns=_columns_json(relation.columns), primary_key=list(relation.primary_key))
+    elif len(stmt.reference.parts) == 1:
+        definition["upstream"] = "public." + reference
+    return CreatePlan("table", "table", stmt.name.name, text, text, definition, (source.id,))
+
+
+def view_query_text(text: str, stmt: ast.CreateMaterializedView) -> str:
+    """The SELECT of a CREATE MATERIALIZED VIEW, as written."""
+    as_keyword = next(x for x in lex(text[stmt.name.end:]) if x.kind == "word" and x.text.upper() == "AS")
+    return text[stmt.name.end + as_keyword.end:].strip()
+
+
+def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedView, text: str):
+    if binder.new_name(stmt.name, stmt.if_not_exists):
+        return exists_notice("materialized view", stmt.name.name, "CREATE MATERIALIZED VIEW")
+
+    def resolve(ref: ast.TableRef):
+        if ref.iceberg:
+            raise PlanError("a materialized view cannot read an ICEBERG table", ref.name.pos)
+        return binder.relation(ref.name)[1]
+
+    bound = bind_query(stmt.query, resolve)
+    definition = {"query_sql": view_query_text(text, stmt), "columns": _columns_json(bound.columns),
+                  "unique_keys": [sorted(k) for k in bound.unique_keys]}
+    depends = tuple(dict.fromkeys(r.id for r in bound.relations))
+    return CreatePlan("materialized-view", "materialized-view", stmt.name.name, text, text, definition, depends,
+                      _cluster(stmt))

@@ -1,0 +1,153 @@
+"""Which options each statement takes, what their values may be, and the combination rules."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from ...errors import PlanError
+from ...grammar import ast
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    values: tuple[str, ...]  # accepted value forms: 'string', 'secret', 'concat-secret', 'number', 'bool', 'word', 'object', 'list'
+    choices: tuple[str, ...] = ()  # for choice options: canonical lower-case values
+    secret_bearing: bool = False  # its literal value is a credential (masked by SHOW REDACTED)
+
+
+def _text(*extra, secret_bearing=False, choices=()) -> OptionSpec:
+    return OptionSpec(("string", "word", "number") + extra, choices, secret_bearing)
+
+
+AWS_OPTIONS = {
+    "REGION": _text(),
+    "ENDPOINT": _text(),
+    "ACCESS KEY ID": _text("secret"),
+    "SECRET ACCESS KEY": OptionSpec(("secret",), secret_bearing=True),
+    "SESSION TOKEN": _text("secret", secret_bearing=True),
+    "ASSUME ROLE ARN": _text(),
+    "ASSUME ROLE SESSION NAME": _text(),
+    "EXTERNAL ID": _text(),
+}
+ICEBERG_OPTIONS = {
+    "CATALOG TYPE": _text(choices=("rest", "s3tablesrest", "glue", "local")),
+    "URL": _text(),
+    "WAREHOUSE": _text(),
+    "CREDENTIAL": _text("secret", "concat-secret", secret_bearing=True),
+    "TOKEN": OptionSpec(("secret",), secret_bearing=True),
+    "SCOPE": _text(),
+    "OAUTH2 SERVER URL": _text(),
+    "ACCESS DELEGATION": _text(choices=("vended-credentials", "remote-signing")),
+    "AWS CONNECTION": OptionSpec(("object", "word")),
+}
+POSTGRES_OPTIONS = {
+    "HOST": _text(),
+    "PORT": OptionSpec(("number", "string")),
+    "DATABASE": _text(),
+    "USER": _text("secret"),
+    "PASSWORD": OptionSpec(("secret",), secret_bearing=True),
+    "SSL MODE": _text(choices=("disable", "require", "verify-ca", "verify-full")),
+    "SSL CERTIFICATE AUTHORITY": _text("secret"),
+    "SSL CERTIFICATE": _text("secret"),
+    "SSL KEY": OptionSpec(("secret",), secret_bearing=True),
+    "AWS CONNECTION": OptionSpec(("object", "word")),
+}
+CONNECTION_OPTIONS = {"aws": AWS_OPTIONS, "iceberg-catalog": ICEBERG_OPTIONS, "postgres": POSTGRES_OPTIONS}
+CONNECTION_WITH_OPTIONS = {"VALIDATE": OptionSpec(("bool",))}
+SINK_WITH_OPTIONS = {"COMMIT INTERVAL": OptionSpec(("string",))}
+SINK_TARGET_OPTIONS = {"NAMESPACE": _text(), "TABLE": _text()}
+POSTGRES_SOURCE_OPTIONS = {
+    "PUBLICATION": _text(),
+    "TEXT COLUMNS": OptionSpec(("list",)),
+    "EXCLUDE COLUMNS": OptionSpec(("list",)),
+}
+LOAD_GENERATOR_OPTIONS = {
+    "TICK INTERVAL": OptionSpec(("string",)),
+    "SCALE FACTOR": OptionSpec(("number",)),
+    "UP TO": OptionSpec(("number",)),
+    "SEED": OptionSpec(("number",)),
+    "MAX CARDINALITY": OptionSpec(("number",)),
+}
+
+_FORM_OF = {
+    ast.StringValue: "string", ast.NumberValue: "number", ast.BoolValue: "bool", ast.WordValue: "word",
+    ast.ListValue: "list",
+}
+_FORM_WORDS = {
+    "string": "a string", "number": "a number", "bool": "true or false", "word": "a word",
+    "secret": "SECRET name", "concat-secret": "'text' || SECRET name", "object": "an object name",
+    "list": "a parenthesised list",
+}
+
+
+def value_form(value: ast.OptionValue) -> str:
+    if isinstance(value, ast.SecretValue):
+        return "concat-secret" if value.prefix is not None else "secret"
+    return _FORM_OF.get(type(value), "missing")
+
+
+def check_options(options: tuple[ast.Option, ...], specs: dict[str, OptionSpec], what: str) -> dict[str, ast.Option]:
+    """Rejects unknown, repeated and ill-typed options; returns them by name."""
+    seen: dict[str, ast.Option] = {}
+    for option in options:
+        spec = specs.get(option.name)
+        if spec is None:
+            raise PlanError(f"unknown {what} option {option.name}; the options are: {', '.join(specs)}", option.pos)
+        if option.name in seen:
+            raise PlanError(f"{what} option {option.name} given more than once", option.pos)
+        form = value_form(option.value)
+        if form == "missing":
+            raise PlanError(f"{what} option {option.name} needs a value", option.pos)
+        if form not in spec.values and not (form == "word" and "object" in spec.values):
+            accepted = " or ".join(_FORM_WORDS[v] for v in spec.values if v != "word")
+            raise PlanError(f"{what} option {option.name} takes {accepted}", option.value.pos)
+        if spec.choices:
+            choice = scalar(option).lower().replace("_", "-")
+            if choice not in spec.choices:
+                raise PlanError(f"{what} option {option.name} must be one of "
+                                f"{', '.join(repr(c) for c in spec.choices)}, not '{scalar(option)}'",
+                                option.value.pos)
+        seen[option.name] = option
+    return seen
+
+
+def scalar(option: ast.Option) -> str:
+    value = option.value
+    if isinstance(value, ast.StringValue):
+        return value.value
+    if isinstance(value, ast.NumberValue):
+        return value.text
+    if isinstance(value, ast.BoolValue):
+        return "true" if value.value else "false"
+    if isinstance(value, ast.WordValue):
+        return str(value.name)
+    raise TypeError(value)
+
+
+def stored_value(option: ast.Option, spec: OptionSpec, resolve_secret: Callable[[ast.ObjectName], str]):
+    """The JSON form kept in the catalog: plain text, a number, or {"secret": id[, "prefix": …]}."""
+    value = option.value
+    if isinstance(value, ast.SecretValue):
+        stored = {"secret": resolve_secret(value.secret)}
+        if value.prefix is not None:
+            stored["prefix"] = value.prefix
+        return stored
+    if isinstance(value, ast.NumberValue):
+        number = float(value.text)
+        return int(number) if number.is_integer() else number
+    if isinstance(value, ast.BoolValue):
+        return value.value
+    if isinstance(value, ast.ListValue):
+        return [str(item) if isinstance(item, ast.ObjectName) else item.value for item in value.items]
+    text = scalar(option)
+    return text.lower().replace("_", "-") if spec.choices else text
+
+
+def snake(name: str) -> str:
+    return name.lower().replace(" ", "_")
+
+
+def require(options: dict, name: str, message: str, pos: int) -> Optional[ast.Option]:
+    if name not in options:
+        raise PlanError(message, pos)
+    return options[name]

@@ -1,0 +1,69 @@
+"""What the planner hands to the executor: bound, validated changes and queries."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ...catalog.store import CatalogObject
+
+
+@dataclass
+class CreatePlan:
+    kind: str
+    type: str
+    name: str
+    create_sql: str
+    redacted_create_sql: str
+    definition: dict = field(default_factory=dict)
+    depends_on: tuple[str, ...] = ()
+    cluster: Optional[str] = None
+    connection_id: Optional[str] = None
+    envelope: Optional[str] = None
+    if_not_exists: bool = False
+    secret_value: Optional[str] = None
+    validate: Optional[bool] = None  # connections: True/False as written, None when defaulted
+    children: list["CreatePlan"] = field(default_factory=list)  # subsources, created with the source
+
+
+@dataclass
+class DropPlan:
+    objects: list[CatalogObject]  # dependents first
+    notices: list[str] = field(default_factory=list)
+
+
+@dataclass
+class UpdatePlan:
+    """Changes to existing objects applied in one transaction (renames, ALTER SINK SET)."""
+
+    objects: list[CatalogObject]
+    status: str
+
+
+@dataclass
+class SetSecretPlan:
+    secret: CatalogObject
+    value: str
+
+
+@dataclass
+class ValidatePlan:
+    connection: CatalogObject
+
+
+@dataclass
+class QueryPlan:
+    sql: str  # SQLite over the system views
+    params: tuple = ()
+
+
+@dataclass
+class SetVariablePlan:
+    name: str
+    value: Optional[str]  # None: back to the default
+    system: bool = False  # ALTER SYSTEM SET: stored in the catalog for every session
+
+
+@dataclass
+class NoticePlan:
+    notice: str
+    status: str

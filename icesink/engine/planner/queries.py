@@ -1,0 +1,114 @@
+"""Planning of SELECT over the system catalog, SHOW, and the statements that need the runtime."""
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+
+from ...catalog.schema import SCHEMA_OF_VIEW, VIEWS
+from ...errors import NotSupportedYet, PlanError
+from ...grammar import ast
+from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
+from .plans import QueryPlan
+from .query import table_refs
+
+_SYSTEM_SCHEMAS = ("mz_catalog", "mz_internal")
+_RUNTIME = "it runs on Spark, which arrives with the sink runtime"
+
+_SHOW = {
+    "secrets": ("SELECT name FROM mz_secrets", ""),
+    "connections": ("SELECT name, type FROM mz_connections", ""),
+    "sources": ("SELECT name, type, cluster_id AS cluster FROM mz_sources", ""),
+    "subsources": ("SELECT name, type FROM mz_sources", "type = 'subsource'"),
+    "tables": ("SELECT name FROM mz_tables", ""),
+    "materialized views": ("SELECT name, cluster_id AS cluster FROM mz_materialized_views", ""),
+    "sinks": ("SELECT name, type, cluster_id AS cluster FROM mz_sinks", ""),
+    "objects": ("SELECT name, type FROM mz_objects", ""),
+}
+_CREATE_VIEW = {"sink": "mz_sinks", "connection": "mz_connections", "source": "mz_sources",
+                "table": "mz_tables", "materialized-view": "mz_materialized_views"}
+
+
+def _check_relation(binder: Binder, ref: ast.TableRef) -> None:
+    name, qualifier = ref.name.name, ref.name.qualifier
+    if ref.iceberg:
+        raise NotSupportedYet(f"reading the Iceberg table {ref.name} is not supported yet: {_RUNTIME}",
+                              ref.name.pos)
+    if qualifier and qualifier[0] in _SYSTEM_SCHEMAS:
+        if name in VIEWS and len(qualifier) == 1 and SCHEMA_OF_VIEW[name] == qualifier[0]:
+            return
+        hint = f"; {name} is in {SCHEMA_OF_VIEW[name]}" if name in VIEWS else ""
+        raise PlanError(f"relation \"{ref.name}\" does not exist{hint}", ref.name.pos)
+    if not qualifier and name in VIEWS:
+        return
+    obj = binder.find(ref.name)
+    if obj is None:
+        raise PlanError(f"relation \"{ref.name}\" does not exist", ref.name.pos)
+    if obj.kind not in RELATION_KINDS:
+        raise PlanError(f"'{ref.name}' is {describe(obj)}, which cannot be queried", ref.name.pos)
+    raise NotSupportedYet(f"reading {KIND_WORDS[obj.kind]} '{obj.name}' is not supported yet: {_RUNTIME}",
+                          ref.name.pos)
+
+
+def to_sqlite(text: str) -> str:
+    """Postgres-flavoured SQL over the system views, as SQLite runs it."""
+    try:
+        tree = sqlglot.parse_one(text, read="postgres")
+    except sqlglot.errors.ParseError as exc:
+        raise PlanError(f"this query cannot run on the system catalog: {exc.errors[0]['description']}") from None
+    for table in tree.find_all(exp.Table):
+        table.set("db", None)
+        table.set("catalog", None)
+    return tree.sql(dialect="sqlite")
+
+
+def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan:
+    for ref in table_refs(stmt.query):
+        _check_relation(binder, ref)
+    return QueryPlan(to_sqlite(text))
+
+
+def plan_show(stmt: ast.ShowObjects) -> QueryPlan:
+    sql, condition = _SHOW[stmt.kind]
+    conditions = [condition] if condition else []
+    params = ()
+    if stmt.like is not None:
+        conditions.append("name LIKE ?")
+        params = (stmt.like,)
+    if conditions:
+        sql += " WHERE " + " AND ".join(conditions)
+    return QueryPlan(sql + " ORDER BY name", params)
+
+
+def plan_show_create(binder: Binder, stmt: ast.ShowCreate) -> QueryPlan:
+    kinds = ("source", "subsource") if stmt.kind == "source" else (stmt.kind,)
+    obj = binder.lookup(stmt.name, kinds, KIND_WORDS[stmt.kind])
+    column = "redacted_create_sql" if stmt.redacted else "create_sql"
+    view = _CREATE_VIEW.get(stmt.kind)
+    if view is None:  # secrets: their create_sql never holds the value
+        return QueryPlan("SELECT name, create_sql FROM objects WHERE id = ?", (obj.id,))
+    return QueryPlan(f"SELECT name, {column} AS create_sql FROM {view} WHERE id = ?", (obj.id,))
+
+
+def plan_show_columns(binder: Binder, stmt: ast.ShowColumns) -> QueryPlan:
+    obj = binder.lookup(stmt.name, RELATION_KINDS + ("sink",), "source, table, materialized view or sink")
+    return QueryPlan("SELECT name, nullable, type FROM mz_columns WHERE id = ? ORDER BY position", (obj.id,))
+
+
+def plan_write(binder: Binder, stmt) -> None:
+    """INSERT, UPDATE, DELETE: bound and checked now, carried out by the runtime."""
+    table = binder.lookup(stmt.table, ("table",), "table")
+    if table.definition.get("source_id"):
+        raise PlanError(f"table '{table.name}' is fed by source and cannot be written to", stmt.table.pos)
+    columns = {c["name"] for c in table.definition["columns"]}
+    named = list(getattr(stmt, "columns", ())) + [name for name, _ in getattr(stmt, "assignments", ())]
+    for name in named:
+        if name.value not in columns:
+            raise PlanError(f"column \"{name.value}\" of table '{table.name}' does not exist", name.pos)
+    if isinstance(stmt, ast.Insert):
+        width = len(stmt.columns) or len(columns)
+        for row in stmt.rows:
+            if len(row) != width:
+                raise PlanError(f"INSERT has {len(row)} values where {width} are expected", stmt.table.pos)
+    verb = type(stmt).__name__.upper()
+    raise NotSupportedYet(f"{verb} into table '{table.name}' is not supported yet: engine tables record their "
+                          "changes with the sink runtime", stmt.table.pos)

@@ -1,0 +1,252 @@
+"""Binding of SELECT queries: which relations they read, their output columns and types, and
+which output column sets are provably unique (for KEY ENFORCED)."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from ...errors import PlanError
+from ...grammar import ast
+from .types import INTEGERS, NUMERIC_ORDER, UNKNOWN, Column, base_type, normalize
+
+
+@dataclass(frozen=True)
+class Relation:
+    """What the binder needs to know of a relation a query reads."""
+
+    id: str
+    name: str
+    columns: tuple[Column, ...] | None  # None: not known until the upstream system is asked
+    primary_key: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BoundQuery:
+    columns: tuple[Column, ...] | None
+    unique_keys: tuple[frozenset[str], ...]  # each a set of output column names known to be unique
+    relations: tuple[Relation, ...]
+
+
+def walk(node) -> Iterator[object]:
+    """Every dataclass node and tuple member below `node`, depth first."""
+    yield node
+    if dataclasses.is_dataclass(node):
+        for f in dataclasses.fields(node):
+            yield from walk(getattr(node, f.name))
+    elif isinstance(node, tuple):
+        for item in node:
+            yield from walk(item)
+
+
+def table_refs(query: ast.Query) -> list[ast.TableRef]:
+    return [n for n in walk(query) if isinstance(n, ast.TableRef)]
+
+
+Resolver = Callable[[ast.TableRef], Relation]
+
+_AGGREGATE_TYPES = {"count": "bigint"}
+_TEXT_FUNCTIONS = {"lower", "upper", "concat", "substr", "substring", "trim", "btrim", "ltrim", "rtrim",
+                   "replace", "md5", "left", "right", "lpad", "rpad", "initcap", "to_char", "format"}
+_PASSTHROUGH = {"min", "max", "abs", "coalesce", "nullif", "greatest", "least", "round", "floor", "ceil",
+                "date_trunc", "first_value", "last_value", "any_value"}
+
+
+class _Scope:
+    def __init__(self):
+        self.entries: list[tuple[str, Relation | None, tuple[Column, ...]]] = []
+
+    def add(self, alias: str, relation: Relation | None, columns: tuple[Column, ...]):
+        self.entries.append((alias, relation, columns))
+
+    def lookup(self, ref: ast.ColumnRef) -> Column:
+        name, qualifier = ref.column, ref.qualifier
+        entries = [(alias, cols) for alias, _, cols in self.entries if qualifier in (None, alias)]
+        if any(cols is None for _, cols in entries):
+            return Column(name, UNKNOWN)
+        found = [c for _, cols in entries for c in cols if c.name == name]
+        if not found:
+            where = f"{qualifier}.{name}" if qualifier else name
+            raise PlanError(f"column \"{where}\" does not exist", ref.pos)
+        if len(found) > 1 and qualifier is None:
+            raise PlanError(f"column reference \"{name}\" is ambiguous", ref.pos)
+        return found[0]
+
+    def all_columns(self, qualifier: str | None = None) -> tuple[Column, ...] | None:
+        entries = [cols for alias, _, cols in self.entries if qualifier in (None, alias)]
+        if any(cols is None for cols in entries):
+            return None
+        return tuple(c for cols in entries for c in cols)
+
+
+def _wider(a: str, b: str) -> str:
+    a, b = base_type(a), base_type(b)
+    if a in NUMERIC_ORDER and b in NUMERIC_ORDER:
+        return max(a, b, key=NUMERIC_ORDER.index)
+    return a if a != UNKNOWN else b
+
+
+def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
+    if isinstance(expr, ast.Literal):
+        if expr.type == "numeric":
+            return "integer" if str(expr.value).isdigit() else "numeric"
+        return {"null": UNKNOWN}.get(expr.type, expr.type)
+    if isinstance(expr, ast.ColumnRef):
+        return scope.lookup(expr).type
+    if isinstance(expr, ast.Cast):
+        _expr_type(expr.expr, scope, resolve)
+        return normalize(expr.type)
+    if isinstance(expr, ast.BinaryOp):
+        left, right = _expr_type(expr.left, scope, resolve), _expr_type(expr.right, scope, resolve)
+        if expr.op in ("+", "-", "*", "/", "%"):
+            return _wider(left, right)
+        if expr.op == "||":
+            return "text"
+        if expr.op == "->":
+            return "jsonb"
+        if expr.op == "->>":
+            return "text"
+        return "boolean"
+    if isinstance(expr, ast.UnaryOp):
+        inner = _expr_type(expr.operand, scope, resolve)
+        return "boolean" if expr.op == "NOT" else inner
+    if isinstance(expr, ast.Predicate):
+        for operand in expr.operands:
+            if not isinstance(operand, ast.Subquery):
+                _expr_type(operand, scope, resolve)
+        return "boolean"
+    if isinstance(expr, ast.Case):
+        types = [_expr_type(then, scope, resolve) for _, then in expr.whens]
+        return next((t for t in types if t != UNKNOWN), UNKNOWN)
+    if isinstance(expr, ast.Subquery):
+        bound = bind_query(expr.query, resolve)
+        return bound.columns[0].type if bound.columns else UNKNOWN
+    if isinstance(expr, ast.FunctionCall):
+        arg_types = [_expr_type(a, scope, resolve) for a in expr.args]
+        name = expr.name.value
+        if name in _AGGREGATE_TYPES:
+            return _AGGREGATE_TYPES[name]
+        if name == "sum" and arg_types:
+            base = base_type(arg_types[0])
+            return "bigint" if base in ("smallint", "integer") else (
+                "double precision" if base in ("real", "double precision") else "numeric")
+        if name == "avg" and arg_types:
+            return "double precision" if base_type(arg_types[0]) in ("real", "double precision") else "numeric"
+        if name in _PASSTHROUGH and arg_types:
+            return arg_types[-1] if name == "date_trunc" else arg_types[0]
+        if name in _TEXT_FUNCTIONS:
+            return "text"
+        if name in ("length", "char_length", "position", "strpos"):
+            return "integer"
+        if name in ("now", "current_timestamp", "to_timestamp"):
+            return "timestamp with time zone"
+        if name in ("extract", "date_part"):
+            return "numeric"
+        return UNKNOWN
+    if isinstance(expr, ast.RowConstructor):
+        return "record"
+    return UNKNOWN
+
+
+def _output_name(item: ast.SelectItem) -> str:
+    if item.alias is not None:
+        return item.alias.value
+    expr = item.expr
+    while isinstance(expr, ast.Cast):
+        expr = expr.expr
+    if isinstance(expr, ast.ColumnRef):
+        return expr.column
+    if isinstance(expr, ast.FunctionCall):
+        return expr.name.value
+    return "?column?"
+
+
+def _from_scope(core: ast.SelectCore, resolve: Resolver, relations: list[Relation]) -> _Scope:
+    scope = _Scope()
+
+    def add(item):
+        if isinstance(item, ast.TableRef):
+            relation = resolve(item)
+            relations.append(relation)
+            scope.add(item.alias.value if item.alias else item.name.name, relation, relation.columns)
+        else:
+            bound = bind_query(item.query, resolve)
+            relations.extend(bound.relations)
+            scope.add(item.alias.value, None, bound.columns)
+
+    for from_item in core.from_items:
+        add(from_item.first)
+        for join in from_item.joins:
+            add(join.right)
+    return scope
+
+
+def _bind_core(core: ast.SelectCore, resolve: Resolver, relations: list[Relation]):
+    scope = _from_scope(core, resolve, relations)
+    columns: list[Column] = []
+    origins: list[object] = []  # the expression behind each output column
+    for item in core.items:
+        if isinstance(item.expr, ast.Star):
+            qualifier = item.expr.qualifier.value if item.expr.qualifier else None
+            expanded = scope.all_columns(qualifier)
+            if expanded is None:
+                return scope, None, None
+            for column in expanded:
+                columns.append(column)
+                origins.append(ast.ColumnRef((ast.Name(column.name),)))
+            continue
+        columns.append(Column(_output_name(item), _expr_type(item.expr, scope, resolve)))
+        origins.append(item.expr)
+    for expr in (core.where, core.having, *core.group_by):
+        if expr is not None and not (isinstance(expr, ast.Literal) and expr.type == "numeric"):
+            _expr_type(expr, scope, resolve)
+    return scope, columns, origins
+
+
+def _unique_keys(core: ast.SelectCore, scope: _Scope, columns, origins) -> list[frozenset[str]]:
+    names = [c.name for c in columns]
+    keys = []
+    if core.group_by:
+        grouped = []
+        for expr in core.group_by:
+            if isinstance(expr, ast.Literal) and expr.type == "numeric" and str(expr.value).isdigit():
+                index = int(expr.value) - 1
+                grouped.append(names[index] if 0 <= index < len(names) else None)
+            else:
+                matches = [n for n, o in zip(names, origins) if o == expr or (
+                    isinstance(o, ast.ColumnRef) and isinstance(expr, ast.ColumnRef) and o.column == expr.column)]
+                grouped.append(matches[0] if matches else None)
+        if None not in grouped:
+            keys.append(frozenset(grouped))
+    if core.distinct:
+        keys.append(frozenset(names))
+    plain = len(core.from_items) == 1 and not core.from_items[0].joins and not core.group_by
+    if plain and scope.entries and scope.entries[0][1] is not None and scope.entries[0][1].primary_key:
+        relation = scope.entries[0][1]
+        renamed = {o.column: n for n, o in zip(names, origins) if isinstance(o, ast.ColumnRef)}
+        if all(k in renamed for k in relation.primary_key):
+            keys.append(frozenset(renamed[k] for k in relation.primary_key))
+    return keys
+
+
+def bind_query(query: ast.Query, resolve: Resolver) -> BoundQuery:
+    relations: list[Relation] = []
+    bound_cores = [_bind_core(core, resolve, relations) for core in query.cores]
+    _, columns, _ = bound_cores[0]
+    if any(other is None for _, other, _ in bound_cores):
+        return BoundQuery(None, (), tuple(relations))
+    for _, other, _ in bound_cores[1:]:
+        if len(other) != len(columns):
+            raise PlanError("each UNION/EXCEPT/INTERSECT query must have the same number of columns")
+    keys: list[frozenset[str]] = []
+    if len(query.cores) == 1:
+        core = query.cores[0]
+        scope, _, origins = bound_cores[0]
+        keys = _unique_keys(core, scope, columns, origins)
+    elif all(op in ("UNION", "UNION DISTINCT") for op in query.set_operators):
+        keys = [frozenset(c.name for c in columns)]
+    return BoundQuery(tuple(columns), tuple(keys), tuple(relations))
+
+
+def is_integer_type(type_name: str) -> bool:
+    return base_type(type_name) in INTEGERS

@@ -1,0 +1,170 @@
+"""Planning of CREATE SINK and ALTER SINK: the Iceberg sink rules of dialect.md."""
+from __future__ import annotations
+
+from ...catalog.store import CatalogObject
+from ...errors import PlanError
+from ...grammar import ast
+from ...grammar.lexical import redact
+from . import options as opts
+from .binder import Binder
+from .create import exists_notice
+from .intervals import parse_interval_ms
+from .plans import CreatePlan
+from .query import Relation
+from .types import Column, check_partition_field, key_type_problem
+
+APPEND_COLUMNS = ("_mz_diff", "_mz_timestamp")
+MIN_COMMIT_INTERVAL_MS = 1000
+
+
+def commit_interval_ms(option: ast.Option) -> int:
+    text = option.value.value
+    try:
+        ms = parse_interval_ms(text)
+    except ValueError as exc:
+        raise PlanError(f"COMMIT INTERVAL: {exc}", option.value.pos) from None
+    if ms < MIN_COMMIT_INTERVAL_MS:
+        raise PlanError(f"COMMIT INTERVAL must be at least 1 second, not '{text}'", option.value.pos)
+    return ms
+
+
+def _sink_input(binder: Binder, name: ast.ObjectName) -> tuple[CatalogObject, Relation]:
+    obj, relation = binder.relation(name)
+    if obj.kind == "source" and relation.columns is None:
+        subsources = [d.name for d in binder.catalog.dependents(obj.id) if d.kind == "subsource"]
+        listing = f": {', '.join(subsources)}" if subsources else ""
+        raise PlanError(f"source '{obj.name}' has one subsource per upstream table; sink one of them{listing}",
+                        name.pos)
+    return obj, relation
+
+
+def _unique_keys(obj: CatalogObject, relation: Relation) -> list[set[str]]:
+    if obj.kind == "materialized-view":
+        return [set(k) for k in obj.definition.get("unique_keys", [])]
+    return [set(relation.primary_key)] if relation.primary_key else []
+
+
+def _check_key(stmt: ast.CreateSink, obj: CatalogObject, relation: Relation) -> None:
+    seen = set()
+    for key in stmt.key:
+        if key.value in seen:
+            raise PlanError(f"KEY column \"{key.value}\" is listed twice", key.pos)
+        seen.add(key.value)
+    if relation.columns is None:
+        return  # checked when the upstream schema is known
+    columns = {c.name: c for c in relation.columns}
+    for key in stmt.key:
+        column = columns.get(key.value)
+        if column is None:
+            raise PlanError(f"KEY column \"{key.value}\" does not exist in '{obj.name}'; its columns are: "
+                            f"{', '.join(columns)}", key.pos)
+        problem = key_type_problem(column.type)
+        if problem:
+            raise PlanError(f"KEY column \"{key.value}\" cannot be part of a key: {problem}", key.pos)
+    if not stmt.key_enforced:
+        return
+    unique = _unique_keys(obj, relation)
+    if not any(k <= seen for k in unique):
+        key_list = ", ".join(k.value for k in stmt.key)
+        known = "; its unique keys are: " + ", ".join(f"({', '.join(sorted(k))})" for k in unique) if unique else ""
+        raise PlanError(
+            f"KEY ({key_list}) is not known to be unique in '{obj.name}'{known}",
+            stmt.key[0].pos,
+            hint=f"write KEY ({key_list}) NOT ENFORCED to accept it anyway: when two rows share a key within a "
+                 "commit, the last change wins")
+
+
+def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
+    if binder.new_name(stmt.name, stmt.if_not_exists):
+        return exists_notice("sink", stmt.name.name, "CREATE SINK")
+    input_obj, relation = _sink_input(binder, stmt.input)
+    connection = binder.connection(stmt.connection, "iceberg-catalog")
+    depends = [input_obj.id, connection.id]
+    aws_id = None
+    if stmt.aws_connection is not None:
+        aws_id = binder.connection(stmt.aws_connection, "aws").id
+        depends.append(aws_id)
+
+    target = opts.check_options(stmt.target, opts.SINK_TARGET_OPTIONS, "Iceberg sink")
+    for name in ("NAMESPACE", "TABLE"):
+        if name not in target:
+            raise PlanError(f"an Iceberg sink needs {name}: INTO ICEBERG CATALOG CONNECTION "
+                            f"{stmt.connection} (NAMESPACE 'ns', TABLE 't')", stmt.connection.end)
+    namespace, table = opts.scalar(target["NAMESPACE"]), opts.scalar(target["TABLE"])
+
+    if stmt.mode is None:
+        raise PlanError("an Iceberg sink must specify MODE UPSERT or MODE APPEND", len(text))
+    if stmt.mode not in ("upsert", "append"):
+        raise PlanError(f"ENVELOPE {stmt.mode.upper()} is not supported by Iceberg sinks; use MODE UPSERT or "
+                        "MODE APPEND", stmt.mode_pos)
+    if stmt.mode == "upsert" and not stmt.key:
+        raise PlanError("MODE UPSERT requires a KEY: add KEY (column, …) before the mode", stmt.mode_pos)
+    if stmt.mode == "append" and stmt.key:
+        raise PlanError("MODE APPEND does not take a KEY: every change is appended as a row with _mz_diff and "
+                        "_mz_timestamp", stmt.key[0].pos)
+    if stmt.key:
+        _check_key(stmt, input_obj, relation)
+    if stmt.mode == "append" and relation.columns is not None:
+        for column in relation.columns:
+            if column.name in APPEND_COLUMNS:
+                raise PlanError(f"MODE APPEND adds the column {column.name}, which '{input_obj.name}' already has",
+                                stmt.mode_pos)
+
+    if stmt.partition_by_clauses > 1:
+        raise PlanError("PARTITION BY is given twice; give it once, before or after the mode",
+                        stmt.partition_by[-1].column.pos)
+    partition_spec = []
+    if relation.columns is not None:
+        columns = {c.name: c for c in relation.columns}
+        if stmt.mode == "append":
+            columns.update({"_mz_diff": Column("_mz_diff", "integer"),
+                            "_mz_timestamp": Column("_mz_timestamp", "bigint")})
+        partition_spec = [check_partition_field(f, columns) for f in stmt.partition_by]
+    else:
+        partition_spec = [{"transform": f.transform.value if f.transform else "identity", "column": f.column.value,
+                           **({"argument": f.argument} if f.argument is not None else {})}
+                          for f in stmt.partition_by]
+    if len({(p["transform"], p["column"]) for p in partition_spec}) != len(partition_spec):
+        raise PlanError("PARTITION BY lists the same field twice", stmt.partition_by[-1].column.pos)
+
+    if stmt.with_options is None:
+        raise PlanError("an Iceberg sink must specify COMMIT INTERVAL: add WITH (COMMIT INTERVAL = '10s')",
+                        len(text))
+    with_options = opts.check_options(stmt.with_options, opts.SINK_WITH_OPTIONS, "sink")
+    if "COMMIT INTERVAL" not in with_options:
+        raise PlanError("an Iceberg sink must specify COMMIT INTERVAL: add WITH (COMMIT INTERVAL = '10s')",
+                        len(text))
+    definition = {
+        "input_id": input_obj.id, "connection_id": connection.id, "aws_connection_id": aws_id,
+        "namespace": namespace, "table": table, "mode": stmt.mode,
+        "key": [k.value for k in stmt.key], "key_enforced": stmt.key_enforced,
+        "key_checked": relation.columns is not None, "partition_by": partition_spec,
+        "commit_interval_ms": commit_interval_ms(with_options["COMMIT INTERVAL"]),
+        "columns": [c.as_dict() for c in relation.columns] if relation.columns is not None else None,
+    }
+    return CreatePlan("sink", "iceberg", stmt.name.name, text, redact(text), definition, tuple(dict.fromkeys(depends)),
+                      stmt.cluster.value if stmt.cluster else "default", connection.id, stmt.mode)
+
+
+def alter_sink_options(sink: CatalogObject, action, action_pos: int) -> tuple[dict, list[tuple[int, int, str]]]:
+    """The sink's new definition, and the edits to its create_sql that keep SHOW CREATE truthful."""
+    from ...grammar.parser import parse_statement
+
+    if isinstance(action, ast.ResetOptions):
+        for option in action.names:
+            if option.name == "COMMIT INTERVAL":
+                raise PlanError("an Iceberg sink must have a COMMIT INTERVAL; change it with ALTER SINK … SET "
+                                "(COMMIT INTERVAL = '…')", option.pos)
+        opts.check_options(tuple(ast.Option(o.name, ast.StringValue(""), o.pos) for o in action.names),
+                           opts.SINK_WITH_OPTIONS, "sink")
+    given = opts.check_options(action.options, opts.SINK_WITH_OPTIONS, "sink")
+    definition = dict(sink.definition)
+    edits = []
+    if "COMMIT INTERVAL" in given:
+        ms = commit_interval_ms(given["COMMIT INTERVAL"])
+        definition["commit_interval_ms"] = ms
+        created = parse_statement(sink.create_sql)
+        old = next(o for o in created.with_options if o.name == "COMMIT INTERVAL")
+        literal = given["COMMIT INTERVAL"].value.value.replace("'", "''")
+        edits.append((old.value.pos, old.value.end, f"'{literal}'"))
+    return definition, edits

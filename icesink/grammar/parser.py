@@ -1,0 +1,154 @@
+"""Parses statements with the Lark grammar and turns Lark's errors into messages in words."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib import resources
+
+from lark import Lark, Token, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import VisitError
+from lark.lexer import PatternStr
+
+from ..errors import ParseError
+from . import ast
+from .transformer import AstBuilder, SyntaxRuleError
+
+# Expected-token sets that are better said as one phrase: (phrase, tokens that trigger it, tokens it covers).
+_CATEGORIES = (
+    ("a statement such as CREATE, SELECT, SHOW, ALTER or DROP", {"CREATE", "SELECT", "DROP"},
+     {"CREATE", "SELECT", "SHOW", "ALTER", "DROP", "INSERT", "UPDATE", "DELETE", "SET", "VALIDATE"}),
+    ("an object type such as SINK, SOURCE, CONNECTION, SECRET or TABLE", {"SINK", "SOURCE", "SECRET"},
+     {"SINK", "SOURCE", "CONNECTION", "SECRET", "TABLE", "MATERIALIZED", "REDACTED", "SYSTEM"}),
+    ("a connection type: AWS, ICEBERG CATALOG or POSTGRES", {"AWS", "ICEBERG", "POSTGRES"},
+     {"AWS", "ICEBERG", "POSTGRES"}),
+    ("a connection option such as URL or WAREHOUSE", {"URL", "WAREHOUSE"},
+     {"CATALOG", "URL", "WAREHOUSE", "CREDENTIAL", "TOKEN", "SCOPE", "OAUTH2", "ACCESS", "AWS"}),
+    ("a connection option such as REGION or ACCESS KEY ID", {"REGION", "ASSUME"},
+     {"REGION", "ENDPOINT", "ACCESS", "SECRET", "SESSION", "ASSUME", "EXTERNAL"}),
+    ("a connection option such as HOST or DATABASE", {"HOST", "DATABASE"},
+     {"HOST", "PORT", "DATABASE", "USER", "PASSWORD", "SSL", "AWS"}),
+    ("a sink target option: NAMESPACE or TABLE", {"NAMESPACE", "TABLE"}, {"NAMESPACE", "TABLE"}),
+    ("a sink mode: MODE UPSERT, ENVELOPE UPSERT or MODE APPEND", {"MODE", "ENVELOPE"}, {"MODE", "ENVELOPE"}),
+    ("a value: a string, a number, TRUE, FALSE or SECRET name", {"STRING", "TRUE", "SECRET"},
+     {"STRING", "NUMBER", "SIGN", "TRUE", "FALSE", "SECRET", "LPAR", "IDENT", "QUOTED_IDENT"}),
+    ("an expression", {"CASE", "CAST", "EXISTS"},
+     {"CASE", "CAST", "EXISTS", "NOT", "NUMBER", "STRING", "IDENT", "QUOTED_IDENT", "TRUE", "FALSE", "NULL",
+      "INTERVAL", "SIGN", "LPAR", "STAR", "DISTINCT"}),
+)
+_TERMINAL_WORDS = {
+    "IDENT": "a name", "QUOTED_IDENT": "a name", "STRING": "a string literal", "NUMBER": "a number",
+    "COMPARISON": "a comparison operator", "SUM_OP": "an operator", "PRODUCT_OP": "an operator",
+    "SIGN": "a sign", "$END": "the end of the statement",
+}
+_STATEMENT_KINDS = ("CREATE MATERIALIZED VIEW", "SHOW REDACTED CREATE", "ALTER SYSTEM SET")
+
+
+def _grammar_text() -> str:
+    return resources.files(__package__).joinpath("icesink.lark").read_text()
+
+
+def keywords_of(grammar: str) -> list[str]:
+    """Upper-case terminals the grammar uses but does not define: its keywords."""
+    body = re.sub(r'//[^\n]*|"(?:[^"\\]|\\.)*"i?|/(?:[^/\\\n]|\\.)+/', " ", grammar)
+    defined = set(re.findall(r"^\s*([A-Z][A-Z0-9_]*)(?:\.\d+)?\s*:", body, re.M)) | {"WS"}
+    used = set(re.findall(r"\b[A-Z][A-Z0-9_]*\b", body))
+    return sorted(used - defined)
+
+
+@lru_cache(maxsize=1)
+def _parser() -> tuple[Lark, AstBuilder, dict[str, str]]:
+    grammar = _grammar_text()
+    words = keywords_of(grammar)
+    grammar += "\n" + "\n".join(f'{w}: "{w.lower()}"i' for w in words) + "\n"
+    lark = Lark(grammar, parser="lalr", lexer="contextual", maybe_placeholders=False, cache=True)
+    display = dict(_TERMINAL_WORDS)
+    for terminal in lark.terminals:
+        if isinstance(terminal.pattern, PatternStr) and terminal.name not in display:
+            value = terminal.pattern.value
+            display[terminal.name] = value.upper() if terminal.name in words else f"'{value}'"
+    return lark, AstBuilder(frozenset(words)), display
+
+
+def statement_kind(text: str) -> str:
+    """A short label for messages: 'CREATE SINK', 'SELECT', …"""
+    words = re.findall(r"[A-Za-z_]+", re.sub(r"--[^\n]*|/\*.*?\*/", " ", text, flags=re.S))[:4]
+    upper = " ".join(w.upper() for w in words)
+    for kind in _STATEMENT_KINDS:
+        if upper.startswith(kind):
+            return kind
+    if words and words[0].upper() in ("CREATE", "DROP", "SHOW", "ALTER", "VALIDATE") and len(words) > 1:
+        return f"{words[0].upper()} {words[1].upper()}"
+    return words[0].upper() if words else "empty statement"
+
+
+def describe_expected(expected) -> str:
+    _, _, display = _parser()
+    expected = set(expected)
+    phrases = []
+    for phrase, trigger, covered in _CATEGORIES:
+        if trigger <= expected:
+            phrases.append(phrase)
+            expected -= covered
+    rest = sorted({display.get(name, name) for name in expected})
+    items = phrases + [r for r in rest if r not in phrases]
+    if len(items) > 8:
+        items = items[:8] + ["…"]
+    if len(items) <= 1:
+        return items[0] if items else "something else"
+    return ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def _found(text: str, pos: int) -> str:
+    if pos >= len(text.rstrip()):
+        return "the end of the statement"
+    m = re.match(r"[A-Za-z_][A-Za-z0-9_$]*|\d+|\S", text[pos:])
+    return f"'{m.group()}'"
+
+
+def _syntax_error(text: str, exc: UnexpectedInput) -> ParseError:
+    if isinstance(exc, UnexpectedCharacters):
+        pos, char = exc.pos_in_stream, text[exc.pos_in_stream]
+        if char == "'":
+            return ParseError("unterminated string literal", pos)
+        if char == '"':
+            return ParseError("unterminated quoted identifier", pos)
+        return ParseError(f"expected {describe_expected(exc.allowed)}, found {_found(text, pos)}", pos)
+    if isinstance(exc, UnexpectedToken):
+        token = exc.token
+        pos = len(text.rstrip()) if token.type == "$END" else token.start_pos
+        return ParseError(f"expected {describe_expected(exc.expected)}, found {_found(text, pos)}", pos)
+    if isinstance(exc, UnexpectedEOF):
+        return ParseError(f"expected {describe_expected(exc.expected)}, found the end of the statement",
+                          len(text.rstrip()))
+    return ParseError(str(exc).splitlines()[0], getattr(exc, "pos_in_stream", 0) or 0)
+
+
+def _keyword_as_name(exc: UnexpectedInput) -> bool:
+    """Keywords stay usable as names wherever a name fits: LALR's merged look-ahead sets can make
+    the lexer see a keyword where the parser, one reduction later, only takes a name."""
+    token = getattr(exc, "token", None)
+    if isinstance(exc, UnexpectedToken) and token.type in _parser()[1].keywords and "IDENT" in exc.expected:
+        exc.interactive_parser.feed_token(Token.new_borrow_pos("IDENT", str(token), token))
+        return True
+    return False
+
+
+def parse_statement(text: str) -> ast.Statement:
+    """Parses one statement (no trailing semicolon). Raises ParseError with an offset into `text`."""
+    lark, builder, _ = _parser()
+    try:
+        tree = lark.parse(text, on_error=_keyword_as_name)
+    except UnexpectedInput as exc:
+        raise _syntax_error(text, exc) from None
+    try:
+        result = builder.transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, SyntaxRuleError):
+            raise ParseError(str(exc.orig_exc), exc.orig_exc.pos) from None
+        raise
+    return ast.Select(result) if isinstance(result, ast.Query) else result
+
+
+def first_token(text: str) -> Token | None:
+    lark, _, _ = _parser()
+    return next(iter(lark.lex(text)), None)
