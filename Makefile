@@ -1,0 +1,22 @@
+# The two set-up commands of the README: `make demo` (quickstart) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test parse-examples clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[test]'
+	touch $@
+
+demo: $(STAMP)
+	rm -rf .demo
+	$(VENV)/bin/icesink --data-dir .demo -f examples/quickstart.sql
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) .demo

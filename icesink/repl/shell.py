@@ -1,0 +1,117 @@
+"""The interactive shell: multi-line input until ';', history, completion, highlighting."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.lexers import PygmentsLexer
+from pygments.lexers.sql import PostgresLexer
+
+from ..catalog.schema import VIEWS
+from ..errors import IcesinkError
+from ..grammar.lexical import is_complete, redact
+from ..grammar.parser import _grammar_text, keywords_of
+from ..session import Session
+from .render import make_console, render_error, render_result
+
+HELP = """\
+Type SQL statements ending with ';' (Enter inside a statement starts a new line).
+  \\d        list objects            \\q   quit
+  \\?        this help               Ctrl-C  cancel the current input
+Status:   SELECT s.name, st.status, st.error FROM mz_sinks s
+          JOIN mz_internal.mz_sink_statuses st ON s.id = st.id;
+Reference: docs in the README; statements follow Materialize's dialect."""
+
+
+class RedactingHistory(FileHistory):
+    """Never keeps a secret value, in memory or in the file."""
+
+    def append_string(self, string: str) -> None:
+        super().append_string(redact(string))
+
+
+class SqlCompleter(Completer):
+    def __init__(self, session: Session):
+        self.session = session
+        self.keywords = [k for k in keywords_of(_grammar_text())]
+
+    def get_completions(self, document, complete_event):
+        word = document.get_word_before_cursor(WORD=False)
+        if not word:
+            return
+        lowered = word.lower()
+        names = self.session.object_names() + list(VIEWS)
+        for name in sorted(set(names)):
+            if name.startswith(lowered):
+                yield Completion(name, -len(word), display_meta="object")
+        for keyword in self.keywords:
+            if keyword.lower().startswith(lowered):
+                yield Completion(keyword if word[0].isupper() else keyword.lower(), -len(word))
+
+
+def _key_bindings() -> KeyBindings:
+    bindings = KeyBindings()
+
+    @bindings.add("enter")
+    def _(event):
+        buffer = event.current_buffer
+        text = buffer.text.strip()
+        if not text or text.startswith("\\") or is_complete(buffer.text):
+            buffer.validate_and_handle()
+        else:
+            buffer.insert_text("\n")
+
+    @bindings.add("escape", "enter")
+    def _(event):
+        event.current_buffer.validate_and_handle()
+
+    return bindings
+
+
+class Repl:
+    def __init__(self, session: Session, input=None, output=None, console=None, error_console=None,
+                 history_path: Path | None = None):
+        self.session = session
+        self.console = console or make_console()
+        self.error_console = error_console or make_console(stderr=True)
+        history = RedactingHistory(str(history_path or session.data_dir / "history"))
+        self.prompt = PromptSession(
+            message=self._message, multiline=True, key_bindings=_key_bindings(), history=history,
+            completer=SqlCompleter(session), lexer=PygmentsLexer(PostgresLexer), complete_while_typing=False,
+            prompt_continuation=lambda width, line_number, wrap_count: "." * (width - 2) + "> ",
+            input=input, output=output)
+
+    @staticmethod
+    def _message():
+        return "icesink> "
+
+    def run(self) -> int:
+        self.console.print("icesink: type \\? for help, \\q to quit.")
+        while True:
+            try:
+                text = self.prompt.prompt()
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                return 0
+            command = text.strip()
+            if command in ("\\q", "\\quit", "quit", "exit"):
+                return 0
+            if command == "\\?":
+                self.console.print(HELP, markup=False)
+            elif command == "\\d":
+                self._run("SHOW OBJECTS;")
+            elif command.startswith("\\"):
+                self.error_console.print(f"unknown command {command}; type \\? for help", markup=False)
+            elif command:
+                self._run(text)
+
+    def _run(self, text: str) -> None:
+        try:
+            for result in self.session.execute_iter(text, source="<repl>"):
+                render_result(self.console, result)
+        except IcesinkError as error:
+            render_error(self.error_console, error)
