@@ -59,13 +59,15 @@ def keywords_of(grammar: str) -> list[str]:
 def _parser() -> tuple[Lark, AstBuilder, dict[str, str]]:
     grammar = _grammar_text()
     words = keywords_of(grammar)
-    grammar += "\n" + "\n".join(f'{w}: "{w.lower()}"i' for w in words) + "\n"
+    # A keyword is a whole word: priority over names where both fit, and never the prefix of a longer
+    # word where only keywords fit ('HOSTNAME' is not HOST followed by NAME).
+    grammar += "\n" + "\n".join(f"{w}.2: /{w.lower()}\\b/i" for w in words) + "\n"
     lark = Lark(grammar, parser="lalr", lexer="contextual", maybe_placeholders=False, cache=True)
     display = dict(_TERMINAL_WORDS)
+    display.update((w, w) for w in words)
     for terminal in lark.terminals:
         if isinstance(terminal.pattern, PatternStr) and terminal.name not in display:
-            value = terminal.pattern.value
-            display[terminal.name] = value.upper() if terminal.name in words else f"'{value}'"
+            display[terminal.name] = f"'{terminal.pattern.value}'"
     return lark, AstBuilder(frozenset(words)), display
 
 
@@ -101,8 +103,17 @@ def describe_expected(expected) -> str:
 def _found(text: str, pos: int) -> str:
     if pos >= len(text.rstrip()):
         return "the end of the statement"
+    if text[pos] == "'" or text[pos:pos + 2].lower() == "e'":
+        return "a string literal"  # never echo a literal: it may be a secret value
     m = re.match(r"[A-Za-z_][A-Za-z0-9_$]*|\d+|\S", text[pos:])
     return f"'{m.group()}'"
+
+
+def _acceptable(exc: UnexpectedInput, fallback) -> set[str]:
+    """What the parser really accepts at the failure: LALR's merged states make Lark's own
+    expected-sets a union over unrelated contexts."""
+    interactive = getattr(exc, "interactive_parser", None)
+    return set(interactive.accepts()) if interactive is not None else set(fallback)
 
 
 def _syntax_error(text: str, exc: UnexpectedInput) -> ParseError:
@@ -112,11 +123,13 @@ def _syntax_error(text: str, exc: UnexpectedInput) -> ParseError:
             return ParseError("unterminated string literal", pos)
         if char == '"':
             return ParseError("unterminated quoted identifier", pos)
-        return ParseError(f"expected {describe_expected(exc.allowed)}, found {_found(text, pos)}", pos)
+        expected = describe_expected(_acceptable(exc, exc.allowed))
+        return ParseError(f"expected {expected}, found {_found(text, pos)}", pos)
     if isinstance(exc, UnexpectedToken):
         token = exc.token
         pos = len(text.rstrip()) if token.type == "$END" else token.start_pos
-        return ParseError(f"expected {describe_expected(exc.expected)}, found {_found(text, pos)}", pos)
+        return ParseError(f"expected {describe_expected(_acceptable(exc, exc.expected))}, found {_found(text, pos)}",
+                          pos)
     if isinstance(exc, UnexpectedEOF):
         return ParseError(f"expected {describe_expected(exc.expected)}, found the end of the statement",
                           len(text.rstrip()))

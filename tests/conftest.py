@@ -1,0 +1,44 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import icesink
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_secrets(monkeypatch):
+    # Tests never touch a developer's real keyring; test_secrets opts into a keyring explicitly.
+    monkeypatch.setenv("ICESINK_SECRET_STORE", "file")
+
+
+@pytest.fixture
+def data_dir(tmp_path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def session(data_dir):
+    with icesink.connect(data_dir) as s:
+        yield s
+
+
+def rows(session, sql):
+    return session.execute(sql)[-1].rows
+
+
+def error_of(session, sql) -> icesink.IcesinkError:
+    with pytest.raises(icesink.IcesinkError) as info:
+        session.execute(sql)
+    return info.value
+
+
+ICESINK = [sys.executable, "-m", "icesink.repl.cli"]
+
+
+def cli_env(**extra):
+    env = dict(os.environ, ICESINK_SECRET_STORE="file", **extra)
+    return env
