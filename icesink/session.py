@@ -16,7 +16,8 @@ from .grammar.parser import parse_statement, statement_kind
 log = logging.getLogger("icesink")
 
 
-def _position(source_text: str, stmt: StatementText, offset: Optional[int], index: int, source: str) -> Position:
+def position_of(source_text: str, stmt: StatementText, offset: Optional[int], index: int,
+                source: str) -> Position:
     """Line and column of `offset` (into the statement) in the whole input, with the line redacted."""
     offset = min(max(offset or 0, 0), len(stmt.text))
     absolute = stmt.start + offset
@@ -61,7 +62,7 @@ class Session:
             plan = self.planner.plan(parse_statement(stmt.text), stmt.text)
             result = self.executor.run(plan)
         except IcesinkError as exc:
-            exc.position = _position(sql, stmt, exc.pos, index, source)
+            exc.position = position_of(sql, stmt, exc.pos, index, source)
             log.info("statement %d failed: %s", index, exc.message)
             raise
         if self._pending_notices:

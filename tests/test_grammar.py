@@ -7,7 +7,7 @@ import icesink
 from icesink.grammar import ast
 from icesink.grammar.lexical import lex, split_statements
 from icesink.grammar.parser import parse_statement
-from icesink.session import _position
+from icesink.session import position_of
 from tests.conftest import CORPUS
 
 
@@ -101,7 +101,7 @@ def _error(sql):
             try:
                 parse_statement(stmt.text)
             except icesink.ParseError as error:
-                error.position = _position(sql, stmt, error.pos, index, "<test>")
+                error.position = position_of(sql, stmt, error.pos, index, "<test>")
                 raise
     return info.value
 

@@ -1,13 +1,12 @@
 """Runs SQL from files, -c strings and standard input; stops at the first error."""
 from __future__ import annotations
 
-import sys
 from typing import TextIO
 
 from ..errors import IcesinkError
 from ..grammar.lexical import is_complete, split_statements
 from ..grammar.parser import parse_statement
-from ..session import Session
+from ..session import Session, position_of
 from .render import make_console, render_error, render_result
 
 
@@ -51,13 +50,8 @@ def check_files(paths: list[str], out=None) -> int:
             try:
                 parse_statement(stmt.text)
             except IcesinkError as error:
-                from ..session import _position
-                error.position = _position(text, stmt, error.pos, index, path)
+                error.position = position_of(text, stmt, error.pos, index, path)
                 render_error(error_console, error)
                 return 1
         console.print(f"{path}: {len(statements)} statement{'s' if len(statements) != 1 else ''} OK", markup=False)
     return 0
-
-
-def stdin_source() -> TextIO:
-    return sys.stdin

@@ -1,0 +1,264 @@
+"""The planner's rules, each with the exact message a user sees."""
+import pytest
+
+import icesink
+from tests.conftest import error_of, rows
+
+SETUP = """
+CREATE SECRET pw AS 'hunter2';
+CREATE CONNECTION aws TO AWS (ACCESS KEY ID = 'AKIDEXAMPLE', SECRET ACCESS KEY = SECRET pw, REGION = 'us-east-1');
+CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE = 'local');
+CREATE CONNECTION pg TO POSTGRES (HOST 'db', DATABASE 'shop', USER 'repl', PASSWORD SECRET pw) WITH (VALIDATE = false);
+CREATE TABLE orders (id bigint NOT NULL, customer text, price double precision, tags text[], doc jsonb,
+                     placed_at timestamp with time zone, day date, PRIMARY KEY (id));
+CREATE TABLE events (kind text, at timestamp, _mz_diff int);
+CREATE MATERIALIZED VIEW per_customer AS SELECT customer, count(*) AS n, sum(price) AS total FROM orders GROUP BY customer;
+CREATE SOURCE auction FROM LOAD GENERATOR AUCTION FOR ALL TABLES;
+CREATE SOURCE shop FROM POSTGRES CONNECTION pg (PUBLICATION 'icesink') FOR TABLES (public.customers);
+"""
+SINK = "CREATE SINK s FROM {input} INTO ICEBERG CATALOG CONNECTION {conn} (NAMESPACE 'shop', TABLE 't') {rest}"
+
+
+def sink(rest, input="orders", conn="lake"):
+    return SINK.format(input=input, conn=conn, rest=rest)
+
+
+@pytest.fixture
+def planned(session):
+    session.execute(SETUP)
+    return session
+
+
+CASES = [
+    # COMMIT INTERVAL
+    (sink("KEY (id) MODE UPSERT"), "an Iceberg sink must specify COMMIT INTERVAL: add WITH (COMMIT INTERVAL = '10s')"),
+    (sink("KEY (id) MODE UPSERT WITH (SNAPSHOT = false)"), "unknown sink option SNAPSHOT; the options are: COMMIT INTERVAL"),
+    (sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '500ms')"), "COMMIT INTERVAL must be at least 1 second, not '500ms'"),
+    (sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '10 parsecs')"),
+     "COMMIT INTERVAL: '10 parsecs' is not an interval such as '500ms', '10s', '1min', '5 minutes' or '1h'"),
+    (sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = 10)"), "sink option COMMIT INTERVAL takes a string"),
+    (sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s', COMMIT INTERVAL '2s')"), "sink option COMMIT INTERVAL given more than once"),
+    # modes and KEY
+    (sink("KEY (id) WITH (COMMIT INTERVAL '1s')"), "an Iceberg sink must specify MODE UPSERT or MODE APPEND"),
+    (sink("KEY (id) ENVELOPE DEBEZIUM WITH (COMMIT INTERVAL '1s')"), "ENVELOPE DEBEZIUM is not supported by Iceberg sinks; use MODE UPSERT or MODE APPEND"),
+    (sink("MODE UPSERT WITH (COMMIT INTERVAL '1s')"), "MODE UPSERT requires a KEY: add KEY (column, …) before the mode"),
+    (sink("KEY (id) MODE APPEND WITH (COMMIT INTERVAL '1s')"), "MODE APPEND does not take a KEY: every change is appended as a row with _mz_diff and _mz_timestamp"),
+    (sink("KEY (nope) MODE UPSERT WITH (COMMIT INTERVAL '1s')"),
+     "KEY column \"nope\" does not exist in 'orders'; its columns are: id, customer, price, tags, doc, placed_at, day"),
+    (sink("KEY (price) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1s')"),
+     "KEY column \"price\" cannot be part of a key: a floating-point type (double precision) compares inexactly"),
+    (sink("KEY (tags) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1s')"),
+     "KEY column \"tags\" cannot be part of a key: a nested type (text[]) cannot be compared as a key"),
+    (sink("KEY (doc) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1s')"),
+     "KEY column \"doc\" cannot be part of a key: a nested type (jsonb) cannot be compared as a key"),
+    (sink("KEY (id, id) MODE UPSERT WITH (COMMIT INTERVAL '1s')"), "KEY column \"id\" is listed twice"),
+    (sink("KEY (customer) MODE UPSERT WITH (COMMIT INTERVAL '1s')"), "KEY (customer) is not known to be unique in 'orders'; its unique keys are: (id)"),
+    (sink("KEY (n) MODE UPSERT WITH (COMMIT INTERVAL '1s')", input="per_customer"),
+     "KEY (n) is not known to be unique in 'per_customer'; its unique keys are: (customer)"),
+    (sink("KEY (kind) MODE UPSERT WITH (COMMIT INTERVAL '1s')", input="events"), "KEY (kind) is not known to be unique in 'events'"),
+    (sink("MODE APPEND WITH (COMMIT INTERVAL '1s')", input="events"), "MODE APPEND adds the column _mz_diff, which 'events' already has"),
+    # inputs and connections
+    (sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')", input="nothing"), "unknown source, table or materialized view 'nothing'"),
+    (sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')", input="pg"), "'pg' is a Postgres connection, not a source, table or materialized view"),
+    (sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')", input="auction"),
+     "source 'auction' has one subsource per upstream table; sink one of them: organizations, users, accounts, auctions, bids"),
+    (sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')", conn="aws"), "connection 'aws' is an AWS connection, not an Iceberg catalog connection"),
+    (sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')", conn="missing"), "unknown connection 'missing'"),
+    (sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')", conn="pw"), "'pw' is a secret, not a connection"),
+    ("CREATE SINK s FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')",
+     "an Iceberg sink needs TABLE: INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'ns', TABLE 't')"),
+    ("CREATE SINK s FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 't') USING AWS CONNECTION lake KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')",
+     "connection 'lake' is an Iceberg catalog connection, not an AWS connection"),
+    # PARTITION BY
+    (sink("KEY (id) PARTITION BY (nope) MODE UPSERT WITH (COMMIT INTERVAL '1s')"),
+     "PARTITION BY column \"nope\" does not exist in the sink's input; columns are: id, customer, price, tags, doc, placed_at, day"),
+    (sink("KEY (id) PARTITION BY (hour(day)) MODE UPSERT WITH (COMMIT INTERVAL '1s')"), "partition transform hour() does not apply to column \"day\" of type date"),
+    (sink("KEY (id) PARTITION BY (year(customer)) MODE UPSERT WITH (COMMIT INTERVAL '1s')"), "partition transform year() does not apply to column \"customer\" of type text"),
+    (sink("KEY (id) PARTITION BY (bucket(price)) MODE UPSERT WITH (COMMIT INTERVAL '1s')"), "bucket() needs a number and a column, as in bucket(16, price)"),
+    (sink("KEY (id) PARTITION BY (bucket(4, price)) MODE UPSERT WITH (COMMIT INTERVAL '1s')"), "partition transform bucket() does not apply to column \"price\" of type double precision"),
+    (sink("KEY (id) PARTITION BY (truncate(0, customer)) MODE UPSERT WITH (COMMIT INTERVAL '1s')"), "truncate() needs a positive number, not 0"),
+    (sink("KEY (id) PARTITION BY (day(3, placed_at)) MODE UPSERT WITH (COMMIT INTERVAL '1s')"), "day() takes only a column"),
+    (sink("KEY (id) PARTITION BY (week(placed_at)) MODE UPSERT WITH (COMMIT INTERVAL '1s')"),
+     "unknown partition transform week(); expected one of identity, year, month, day, hour, bucket(n, col), truncate(w, col)"),
+    (sink("KEY (id) PARTITION BY (tags) MODE UPSERT WITH (COMMIT INTERVAL '1s')"), "partition transform identity() does not apply to column \"tags\" of type text[]"),
+    (sink("KEY (id) PARTITION BY (day(placed_at)) MODE UPSERT PARTITION BY (id) WITH (COMMIT INTERVAL '1s')"), "PARTITION BY is given twice; give it once, before or after the mode"),
+    (sink("KEY (id) PARTITION BY (day(placed_at), days(placed_at)) MODE UPSERT WITH (COMMIT INTERVAL '1s')"), "PARTITION BY lists the same field twice"),
+    # connections
+    ("CREATE CONNECTION a2 TO AWS (SECRET ACCESS KEY = SECRET pw)", "SECRET ACCESS KEY requires ACCESS KEY ID"),
+    ("CREATE CONNECTION a2 TO AWS (ACCESS KEY ID = 'AKID')", "ACCESS KEY ID requires SECRET ACCESS KEY"),
+    ("CREATE CONNECTION a2 TO AWS (ACCESS KEY ID = 'AKID', SECRET ACCESS KEY = 'plain')", "AWS connection option SECRET ACCESS KEY takes SECRET name"),
+    ("CREATE CONNECTION a2 TO AWS (ASSUME ROLE SESSION NAME = 'x')", "ASSUME ROLE SESSION NAME requires ASSUME ROLE ARN"),
+    ("CREATE CONNECTION a2 TO AWS (ACCESS KEY ID = 'A', SECRET ACCESS KEY = SECRET pw, ASSUME ROLE ARN = 'arn:x')", "ACCESS KEY ID and ASSUME ROLE ARN cannot be used together"),
+    ("CREATE CONNECTION a2 TO AWS (REGION = 'x', REGION = 'y')", "AWS connection option REGION given more than once"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (URL = 'http://x')", "an Iceberg catalog connection needs CATALOG TYPE ('rest', 's3tablesrest', 'glue' or 'local')"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'hive')", "Iceberg catalog connection option CATALOG TYPE must be one of 'rest', 's3tablesrest', 'glue', 'local', not 'hive'"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'rest')", "CATALOG TYPE 'rest' requires URL"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 's3tablesrest', AWS CONNECTION = aws)", "CATALOG TYPE 's3tablesrest' requires WAREHOUSE"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 's3tablesrest', WAREHOUSE = 'arn:b')", "CATALOG TYPE 's3tablesrest' requires AWS CONNECTION"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'glue')", "CATALOG TYPE 'glue' requires AWS CONNECTION"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'glue', AWS CONNECTION = pg)", "connection 'pg' is a Postgres connection, not an AWS connection"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'local', URL = 'http://x')", "URL does not apply to CATALOG TYPE 'local'"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'local', TOKEN = SECRET pw)", "TOKEN applies only to CATALOG TYPE 'rest', not 'local'"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'rest', URL = 'u', TOKEN = SECRET pw, CREDENTIAL = SECRET pw)", "CREDENTIAL and TOKEN cannot be used together"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'rest', URL = 'u', SCOPE = 'all')", "SCOPE requires CREDENTIAL (the OAuth2 client credentials flow)"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'rest', URL = 'u', TOKEN = SECRET nope)", "unknown secret 'nope'"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'rest', URL = 'u', TOKEN = SECRET lake)", "'lake' is an Iceberg catalog connection, not a secret"),
+    ("CREATE CONNECTION p2 TO POSTGRES (HOST 'db')", "a Postgres connection needs USER"),
+    ("CREATE CONNECTION p2 TO POSTGRES (HOST 'db', USER 'u', PORT 99999)", "PORT must be a number from 1 to 65535, not 99999"),
+    ("CREATE CONNECTION p2 TO POSTGRES (HOST 'db', USER 'u', SSL MODE 'sometimes')",
+     "Postgres connection option SSL MODE must be one of 'disable', 'require', 'verify-ca', 'verify-full', not 'sometimes'"),
+    ("CREATE CONNECTION p2 TO POSTGRES (HOST 'db', USER 'u', PASSWORD 'plain')", "Postgres connection option PASSWORD takes SECRET name"),
+    ("CREATE CONNECTION p2 TO POSTGRES (HOST 'db', USER 'u') WITH (VALIDATE = maybe)", "connection option VALIDATE takes true or false"),
+    ("CREATE CONNECTION p2 TO POSTGRES (HOST 'db', USER 'u') WITH (RETRIES = 3)", "unknown connection option RETRIES; the options are: VALIDATE"),
+    ("CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE = 'local')", "connection 'lake' already exists"),
+    ("CREATE CONNECTION mz_lake TO ICEBERG CATALOG (CATALOG TYPE = 'local')", "the name 'mz_lake' is reserved: names beginning with mz_ are for system objects"),
+    ("CREATE CONNECTION other.public.c TO ICEBERG CATALOG (CATALOG TYPE = 'local')", "unknown schema 'other.public': objects live in materialize.public"),
+    # sources and tables
+    ("CREATE SOURCE g FROM LOAD GENERATOR MARKETING", "unknown load generator MARKETING; expected COUNTER, AUCTION or TPCH"),
+    ("CREATE SOURCE g FROM LOAD GENERATOR AUCTION", "LOAD GENERATOR AUCTION produces several tables: add FOR ALL TABLES"),
+    ("CREATE SOURCE g FROM LOAD GENERATOR COUNTER (SCALE FACTOR = 1)", "SCALE FACTOR applies only to LOAD GENERATOR TPCH"),
+    ("CREATE SOURCE g FROM LOAD GENERATOR COUNTER (TICK INTERVAL = 'soon')",
+     "TICK INTERVAL: 'soon' is not an interval such as '500ms', '10s', '1min', '5 minutes' or '1h'"),
+    ("CREATE SOURCE g FROM LOAD GENERATOR COUNTER (UP TO = 1.5)", "UP TO must be a whole number, not 1.5"),
+    ("CREATE SOURCE g FROM LOAD GENERATOR COUNTER (SPEED = 3)",
+     "unknown load generator option SPEED; the options are: TICK INTERVAL, SCALE FACTOR, UP TO, SEED, MAX CARDINALITY"),
+    ("CREATE SOURCE g FROM LOAD GENERATOR AUCTION FOR ALL TABLES", "subsource 'organizations' already exists"),
+    ("CREATE SOURCE p FROM POSTGRES CONNECTION pg (TEXT COLUMNS (a.b))", "a Postgres source needs PUBLICATION 'name'"),
+    ("CREATE SOURCE p FROM POSTGRES CONNECTION lake (PUBLICATION 'x')", "connection 'lake' is an Iceberg catalog connection, not a Postgres connection"),
+    ("CREATE SOURCE p FROM POSTGRES CONNECTION pg (PUBLICATION 'x') FOR TABLES (a.t, b.t)", "two tables would both become subsource 't'; name one with AS"),
+    ("CREATE TABLE x (a int, a text)", "column \"a\" specified more than once"),
+    ("CREATE TABLE x (a int, PRIMARY KEY (b))", "PRIMARY KEY column \"b\" does not exist"),
+    ("CREATE TABLE x (a strang)", "type \"strang\" does not exist"),
+    ("CREATE TABLE x (a numeric(50, 2))", "numeric precision 50 and scale 2 are out of range (precision 1 to 38, scale 0 to precision)"),
+    ("CREATE TABLE x FROM SOURCE auction (REFERENCE lots)", "load generator source 'auction' has no table 'lots'; its tables are: organizations, users, accounts, auctions, bids"),
+    ("CREATE TABLE x FROM SOURCE orders (REFERENCE a)", "'orders' is a table, not a source"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT nope FROM orders", "column \"nope\" does not exist"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT id FROM orders o JOIN orders p ON o.id = p.id", "column reference \"id\" is ambiguous"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT * FROM missing", "unknown source, table or materialized view 'missing'"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT * FROM ICEBERG lake.a.b", "a materialized view cannot read an ICEBERG table"),
+    # session settings
+    ("SET cluster = 'x'", "unknown configuration parameter \"cluster\"; known: enable_iceberg_sink, enable_default_connection_validation"),
+    ("ALTER SYSTEM SET enable_iceberg_sink = 'sometimes'", "parameter \"enable_iceberg_sink\" takes true or false, not sometimes"),
+    # ALTER / DROP
+    ("ALTER SINK nothing SET (COMMIT INTERVAL = '1s')", "unknown sink 'nothing'"),
+    ("ALTER CONNECTION lake SET (URL = 'x')", "ALTER CONNECTION … SET/RESET is not supported; drop and create the connection again"),
+    ("ALTER CONNECTION lake AS 'x'", "ALTER CONNECTION … AS applies only to secrets"),
+    ("ALTER TABLE orders RENAME TO lake", "connection 'lake' already exists"),
+    ("DROP SINK orders", "'orders' is a table, not a sink"),
+    ("DROP TABLE nothing", "unknown table 'nothing'"),
+    ("DROP SECRET pw", "cannot drop secret 'pw': connection 'aws' depends on it"),
+    ("DROP SECRET pw RESTRICT", "cannot drop secret 'pw': connection 'aws' depends on it"),
+    ("DROP TABLE orders", "cannot drop table 'orders': materialized view 'per_customer' depends on it"),
+    # queries and writes
+    ("SELECT * FROM mz_internal.mz_sinks", "relation \"mz_internal.mz_sinks\" does not exist; mz_sinks is in mz_catalog"),
+    ("SELECT * FROM nowhere", "relation \"nowhere\" does not exist"),
+    ("SELECT * FROM pw", "'pw' is a secret, which cannot be queried"),
+    ("INSERT INTO per_customer VALUES (1)", "'per_customer' is a materialized view, not a table"),
+    ("INSERT INTO orders (nope) VALUES (1)", "column \"nope\" of table 'orders' does not exist"),
+    ("INSERT INTO orders (id, customer) VALUES (1)", "INSERT has 1 values where 2 are expected"),
+    ("UPDATE orders SET nope = 1", "column \"nope\" of table 'orders' does not exist"),
+]
+
+
+@pytest.mark.parametrize("sql, message", CASES, ids=[m[:60] for _, m in CASES])
+def test_rule(planned, sql, message):
+    before = rows(planned, "SELECT count(*) FROM mz_objects")
+    error = error_of(planned, sql)
+    assert error.message == message, error.format()
+    assert error.position is not None and error.position.statement == 1
+    assert rows(planned, "SELECT count(*) FROM mz_objects") == before  # nothing half-created
+
+
+def test_errors_point_at_the_offending_element(planned):
+    error = error_of(planned, sink("KEY (id) PARTITION BY (hour(day)) MODE UPSERT WITH (COMMIT INTERVAL '1s')"))
+    assert error.position.line_text[error.position.column - 1:].startswith("hour(day)")
+    error = error_of(planned, "SELECT 1;\nCREATE TABLE x (\n  a int,\n  b strang\n)")
+    assert (error.position.line, error.position.column, error.position.statement) == (4, 5, 2)
+
+
+def test_key_rules_accept_what_is_unique(planned):
+    planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')"))
+    planned.execute(sink("KEY (customer) MODE UPSERT WITH (COMMIT INTERVAL '1min')", input="per_customer").replace("s FROM", "s2 FROM"))
+    planned.execute(sink("KEY (customer) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1 minute')").replace("s FROM", "s3 FROM"))
+    planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1h')", input="bids").replace("s FROM", "s4 FROM"))
+    # a Postgres subsource's columns are known only once the source connects: the key is checked then
+    planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '10s')", input="customers").replace("s FROM", "s5 FROM"))
+    planned.execute(sink("PARTITION BY (bucket(16, _mz_diff), day(placed_at)) MODE APPEND WITH (COMMIT INTERVAL '2s')").replace("s FROM", "s6 FROM"))
+    got = rows(planned, "SELECT name, envelope_type FROM mz_sinks ORDER BY name")
+    assert got == [("s", "upsert"), ("s2", "upsert"), ("s3", "upsert"), ("s4", "upsert"), ("s5", "upsert"), ("s6", "append")]
+    intervals = [planned.catalog.get(name).definition["commit_interval_ms"] for name, _ in got]
+    assert intervals == [1000, 60_000, 60_000, 3_600_000, 10_000, 2000]
+
+
+def test_if_not_exists_and_if_exists(planned):
+    results = planned.execute("CREATE SECRET IF NOT EXISTS pw AS 'other'; DROP SINK IF EXISTS ghost; "
+                              "CREATE TABLE IF NOT EXISTS orders (x int); ALTER SINK IF EXISTS ghost RENAME TO g2")
+    assert [r.notices for r in results] == [["secret 'pw' already exists, skipping"], ["sink 'ghost' does not exist, skipping"],
+                                            ["table 'orders' already exists, skipping"], ["sink 'ghost' does not exist, skipping"]]
+    assert planned.secrets.get(planned.catalog.get("pw").id) == "hunter2"
+
+
+def test_drop_cascade_drops_dependents_and_restrict_keeps_everything(planned):
+    planned.execute(sink("KEY (customer) MODE UPSERT WITH (COMMIT INTERVAL '1s')", input="per_customer"))
+    result = planned.execute("DROP TABLE orders CASCADE")[0]
+    assert result.notices == ["also dropped: sink 's', materialized view 'per_customer'"]
+    names = {n for (n,) in rows(planned, "SELECT name FROM mz_objects")}
+    assert not names & {"orders", "per_customer", "s"}
+    history = rows(planned, "SELECT status FROM mz_internal.mz_sink_status_history")
+    assert history == [("dropped",)]
+    planned.execute("DROP SOURCE auction")  # subsources go with their source
+    assert rows(planned, "SHOW SUBSOURCES") == [("customers", "subsource")]
+    planned.execute("DROP SECRET pw CASCADE")
+    assert rows(planned, "SHOW CONNECTIONS") == [("lake", "iceberg-catalog")]
+    assert rows(planned, "SHOW SOURCES") == []  # the Postgres source went with its connection
+
+
+def test_rename_keeps_dependents_working(planned):
+    planned.execute(sink("KEY (customer) MODE UPSERT WITH (COMMIT INTERVAL '1s')", input="per_customer"))
+    planned.execute("ALTER TABLE orders RENAME TO purchases; ALTER MATERIALIZED VIEW per_customer RENAME TO \"Per Customer\";"
+                    "ALTER CONNECTION lake RENAME TO warehouse; ALTER SECRET pw RENAME TO password")
+    view_sql = rows(planned, "SHOW CREATE MATERIALIZED VIEW \"Per Customer\"")[0][1]
+    assert view_sql == ("CREATE MATERIALIZED VIEW \"Per Customer\" AS SELECT customer, count(*) AS n, sum(price) AS total "
+                        "FROM purchases GROUP BY customer")
+    sink_sql = rows(planned, "SHOW CREATE SINK s")[0][1]
+    assert sink_sql.startswith("CREATE SINK s FROM \"Per Customer\" INTO ICEBERG CATALOG CONNECTION warehouse (")
+    assert "PASSWORD SECRET password" in rows(planned, "SHOW CREATE CONNECTION pg")[0][1]
+    # the renamed objects still plan: their stored SQL parses and binds
+    planned.execute("CREATE MATERIALIZED VIEW again AS SELECT * FROM \"Per Customer\"")
+    planned.execute("DROP SECRET password CASCADE")
+
+
+def test_alter_sink_commit_interval(planned):
+    planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '10s')"))
+    planned.execute("ALTER SINK s SET (COMMIT INTERVAL = '1min')")
+    assert planned.catalog.get("s").definition["commit_interval_ms"] == 60_000
+    assert rows(planned, "SHOW CREATE SINK s")[0][1].endswith("WITH (COMMIT INTERVAL = '1min')")
+    assert error_of(planned, "ALTER SINK s RESET (COMMIT INTERVAL)").message == (
+        "an Iceberg sink must have a COMMIT INTERVAL; change it with ALTER SINK … SET (COMMIT INTERVAL = '…')")
+    assert error_of(planned, "ALTER SINK s SET (COMMIT INTERVAL = '100ms')").message == "COMMIT INTERVAL must be at least 1 second, not '100ms'"
+
+
+def test_settings(planned):
+    planned.execute("SET enable_default_connection_validation = off")
+    result = planned.execute("CREATE CONNECTION r TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL 'http://127.0.0.1:1')")[0]
+    assert result.notices == []
+    planned.execute("SET enable_default_connection_validation TO DEFAULT")
+    result = planned.execute("CREATE CONNECTION r2 TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL 'http://127.0.0.1:1')")[0]
+    assert result.notices == ["connection 'r2' was stored without validation: validating 'rest' Iceberg catalogs is not "
+                              "supported yet: its connector arrives with the sink runtime; create it WITH (VALIDATE = false) "
+                              "to store it unchecked"]
+
+
+def test_validation(planned, tmp_path):
+    assert planned.execute("VALIDATE CONNECTION lake")[0].rows == []
+    error = error_of(planned, "VALIDATE CONNECTION pg")
+    assert isinstance(error, icesink.NotSupportedYet)
+    assert error.message.startswith("validating Postgres connections is not supported yet")
+    error = error_of(planned, "CREATE CONNECTION r TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL 'http://x') WITH (VALIDATE = true)")
+    assert isinstance(error, icesink.NotSupportedYet)
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    error = error_of(planned, f"CREATE CONNECTION bad TO ICEBERG CATALOG (CATALOG TYPE 'local', WAREHOUSE '{blocked}/wh')")
+    assert error.message == f"connection 'bad': cannot write to the warehouse {blocked}/wh: Not a directory"
+    assert rows(planned, "SELECT count(*) FROM mz_connections WHERE name IN ('r', 'bad')") == [(0,)]
+    planned.execute(f"CREATE CONNECTION unchecked TO ICEBERG CATALOG (CATALOG TYPE 'local', WAREHOUSE '{blocked}/wh') WITH (VALIDATE = false)")
