@@ -109,7 +109,7 @@ def is_complete(text: str) -> bool:
 
 
 def secret_spans(text: str) -> list[tuple[int, int]]:
-    """Where `text` holds secret values (`CREATE/ALTER SECRET … AS '…'`) or literals of credential
+    """Where `text` holds secret values (any literal of CREATE/ALTER SECRET) or literals of credential
     options. Works on malformed input: an unterminated literal in such a place runs to the end."""
     lexemes = list(lex(text))
     words = [x.text.upper() for x in lexemes[:2] if x.kind == "word"]
@@ -118,11 +118,14 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
     for index, lexeme in enumerate(lexemes):
         if lexeme.kind not in ("string", "unterminated"):
             continue
+        if secret_statement:  # its only literal is the value, wherever a typo put it
+            spans.append((lexeme.start, lexeme.end))
+            continue
         before = [x for x in lexemes[:index] if not (x.kind == "punct" and x.text == "=")]
         if not before or before[-1].kind != "word":
             continue
         tail = tuple(x.text.upper() for x in before[-3:] if x.kind == "word")
-        if (secret_statement and tail[-1] == "AS") or any(tail[-len(t):] == t for t in _SECRET_OPTION_TAILS):
+        if any(tail[-len(t):] == t for t in _SECRET_OPTION_TAILS):
             spans.append((lexeme.start, lexeme.end))
     return spans
 
