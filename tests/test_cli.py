@@ -1,0 +1,59 @@
+"""The icesink command: parse, -f, -c, standard input, and the quickstart."""
+import subprocess
+from pathlib import Path
+
+import icesink
+from tests.conftest import CORPUS, ICESINK, cli_env, rows
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args, stdin=None):
+    return subprocess.run(ICESINK + list(args), input=stdin, capture_output=True, text=True, env=cli_env(), timeout=60)
+
+
+def test_parse_checks_files_without_executing(tmp_path):
+    done = run("parse", str(CORPUS / "dialect.sql"), str(CORPUS / "seed_004.sql"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"{CORPUS / 'dialect.sql'}: 85 statements OK",
+                                        f"{CORPUS / 'seed_004.sql'}: 15 statements OK"]
+    bad = tmp_path / "bad.sql"
+    bad.write_text("CREATE SECRET a AS 'x';\n\nCREATE CONNECTION c TO ICEBERG CATALOG (\n  URI = 'http://x'\n);\nSELECT;\n")
+    done = run("parse", str(bad), str(CORPUS / "dialect.sql"))
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines()[0] == (f"{bad}:4:3: syntax error in statement 2 (CREATE CONNECTION): expected a "
+                                           "connection option such as URL or WAREHOUSE, found 'URI'")
+    assert done.stderr.splitlines()[1:] == ["      URI = 'http://x'", "      ^"]
+
+
+def test_script_stops_at_the_first_error(tmp_path, data_dir):
+    script = tmp_path / "setup.sql"
+    script.write_text("CREATE TABLE a (id int);\nCREATE TABLE b (id int, PRIMARY KEY (nope));\nCREATE TABLE c (id int);\n")
+    done = run("--data-dir", str(data_dir), "-f", str(script))
+    assert done.returncode == 1
+    assert done.stdout == "CREATE TABLE\n"
+    assert done.stderr.startswith(f"{script}:2:38: error in statement 2 (CREATE TABLE): PRIMARY KEY column \"nope\" does not exist")
+    with icesink.connect(data_dir) as session:
+        assert rows(session, "SHOW TABLES") == [("a",)]
+
+
+def test_command_and_standard_input(data_dir):
+    done = run("--data-dir", str(data_dir), "-c", "CREATE TABLE a (id int); SHOW TABLES")
+    assert done.returncode == 0 and done.stdout.splitlines()[0] == "CREATE TABLE" and "(1 row)" in done.stdout
+    done = run("--data-dir", str(data_dir), stdin="SHOW\n  TABLES;\nSELECT nope FROM mz_tables;\nSHOW TABLES;\n")
+    assert done.returncode == 1 and done.stdout.count("(1 row)") == 1
+    assert done.stderr.startswith("<stdin>:3:1: error in statement 1 (SELECT): column \"nope\" does not exist")
+
+
+def test_data_dir_from_the_environment(tmp_path):
+    env = cli_env(ICESINK_DATA_DIR=str(tmp_path / "env-dir"))
+    subprocess.run(ICESINK + ["-c", "CREATE TABLE a (id int)"], env=env, check=True, capture_output=True)
+    assert (tmp_path / "env-dir" / "catalog.db").exists()
+
+
+def test_quickstart_runs(data_dir):
+    done = run("--data-dir", str(data_dir), "-f", str(ROOT / "examples" / "quickstart.sql"))
+    assert done.returncode == 0, done.stderr
+    lines = [line.split() for line in done.stdout.splitlines()]
+    assert ["orders_lake", "created", "NULL"] in lines
+    assert ["u3", "shop", "orders"] in lines

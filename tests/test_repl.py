@@ -1,0 +1,67 @@
+"""The interactive shell, driven through prompt_toolkit's pipe input."""
+import io
+import threading
+import time
+
+import pytest
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+
+from icesink.repl.render import make_console
+from icesink.repl.shell import Repl
+
+
+@pytest.fixture
+def drive(session):
+    def run(*chunks: str):
+        """Types each chunk after the shell has handled the previous one (completion runs asynchronously)."""
+        out, err = io.StringIO(), io.StringIO()
+        outcome = {}
+        with create_pipe_input() as pipe:
+            repl = Repl(session, input=pipe, output=DummyOutput(), console=make_console(out),
+                        error_console=make_console(err))
+            shell = threading.Thread(target=lambda: outcome.setdefault("code", repl.run()))
+            shell.start()
+            for chunk in chunks:
+                pipe.send_text(chunk)
+                time.sleep(0.3)
+            shell.join(timeout=10)
+        assert not shell.is_alive(), "the shell did not quit"
+        return outcome["code"], out.getvalue(), err.getvalue()
+    return run
+
+
+def test_multi_line_statement_runs_at_the_semicolon(drive, session):
+    code, out, err = drive("CREATE TABLE orders (\r  id bigint NOT NULL,\r  note text\r);\rSHOW TABLES;\r\\q\r")
+    assert code == 0 and err == ""
+    assert "CREATE TABLE" in out and "orders" in out and "(1 row)" in out
+    assert session.catalog.get("orders").definition["columns"][1] == {"name": "note", "type": "text", "nullable": True}
+
+
+def test_completion_of_an_object_name(drive, session):
+    session.execute("CREATE TABLE customer_accounts (id int)")
+    code, out, err = drive("SHOW COLUMNS FROM customer_a", "\t", ";\r\\q\r")
+    assert err == "" and "id" in out and "integer" in out and "(1 row)" in out
+
+
+def test_completion_of_a_keyword(drive):
+    code, out, err = drive("SHOW SUBSOU", "\t", ";\r\\q\r")
+    assert err == "" and "(0 rows)" in out
+
+
+def test_error_does_not_end_the_session(drive):
+    code, out, err = drive("CREATE SINK s FROM nothing INTO ICEBERG CATALOG CONNECTION c (NAMESPACE 'n', TABLE 't')\r"
+                           "  MODE APPEND WITH (COMMIT INTERVAL '1s');\rCREATE TABLE t (id int);\r\\q\r")
+    assert code == 0
+    assert "<repl>:1:20: error in statement 1 (CREATE SINK): unknown source, table or materialized view 'nothing'" in err
+    assert "CREATE TABLE" in out
+
+
+def test_ctrl_c_cancels_the_input_and_ctrl_d_leaves(drive, session):
+    code, out, err = drive("CREATE TABLE never (\r  id int\x03SHOW TABLES;\r\x04")
+    assert code == 0 and "(0 rows)" in out and session.catalog.get("never") is None
+
+
+def test_help_and_unknown_command(drive):
+    code, out, err = drive("\\?\r\\x\r\\q\r")
+    assert "\\q   quit" in out and "unknown command \\x" in err
