@@ -49,8 +49,8 @@ class CatalogObject:
 class Catalog:
     def __init__(self, data_dir: Path):
         self.data_dir = Path(data_dir)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.data_dir, 0o700)
+        if not self.data_dir.exists():
+            self.data_dir.mkdir(mode=0o700, parents=True)
         self.path = self.data_dir / DATABASE_FILE
         self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode = WAL")
@@ -150,12 +150,6 @@ class Catalog:
     def get_by_id(self, object_id: str) -> Optional[CatalogObject]:
         return self._row(self.db.execute(f"SELECT {self._COLUMNS} FROM objects WHERE id = ?",
                                          (object_id,)).fetchone())
-
-    def objects(self, kinds: tuple[str, ...] = ()) -> list[CatalogObject]:
-        sql = f"SELECT {self._COLUMNS} FROM objects"
-        if kinds:
-            sql += f" WHERE kind IN ({','.join('?' * len(kinds))})"
-        return [self._row(r) for r in self.db.execute(sql + " ORDER BY seq", kinds)]
 
     def names(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT name FROM objects ORDER BY name")]

@@ -161,7 +161,3 @@ def parse_statement(text: str) -> ast.Statement:
         raise
     return ast.Select(result) if isinstance(result, ast.Query) else result
 
-
-def first_token(text: str) -> Token | None:
-    lark, _, _ = _parser()
-    return next(iter(lark.lex(text)), None)

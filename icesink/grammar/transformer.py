@@ -1,7 +1,7 @@
 """Turns Lark parse trees into the frozen dataclasses of `ast.py`."""
 from __future__ import annotations
 
-from lark import Token, Transformer, v_args
+from lark import Token, Transformer
 
 from . import ast
 

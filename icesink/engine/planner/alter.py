@@ -61,13 +61,10 @@ def _renamed(obj: CatalogObject, old: str, new: str, is_self: bool) -> CatalogOb
 
 def plan_alter(binder: Binder, stmt: ast.Alter):
     kinds = _KINDS_FOR.get(stmt.kind, (stmt.kind,))
-    obj = binder.find(stmt.name)
-    if obj is None:
-        if stmt.if_exists:
-            return NoticePlan(f"{KIND_WORDS[stmt.kind]} '{stmt.name}' does not exist, skipping", f"ALTER {stmt.kind.upper()}")
-        raise PlanError(f"unknown {KIND_WORDS[stmt.kind]} '{stmt.name}'", stmt.name.pos)
-    obj = binder.lookup(stmt.name, kinds, KIND_WORDS[stmt.kind])
     status = f"ALTER {KIND_WORDS[stmt.kind].upper()}"
+    if binder.find(stmt.name) is None and stmt.if_exists:
+        return NoticePlan(f"{KIND_WORDS[stmt.kind]} '{stmt.name}' does not exist, skipping", status)
+    obj = binder.lookup(stmt.name, kinds, KIND_WORDS[stmt.kind])
     action = stmt.action
     if isinstance(action, ast.RenameTo):
         binder.new_name(action.new_name)

@@ -27,9 +27,3 @@ def parse_interval_ms(text: str) -> int:
         position = m.end()
     return int(round(total))
 
-
-def format_ms(ms: int) -> str:
-    for unit, size in (("h", 3_600_000), ("min", 60_000), ("s", 1000)):
-        if ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
 from ...errors import PlanError
 from ...grammar import ast
@@ -10,21 +10,21 @@ from ...grammar import ast
 
 @dataclass(frozen=True)
 class OptionSpec:
-    values: tuple[str, ...]  # accepted value forms: 'string', 'secret', 'concat-secret', 'number', 'bool', 'word', 'object', 'list'
+    # accepted value forms: 'string', 'secret', 'concat-secret', 'number', 'bool', 'word', 'object', 'list'
+    values: tuple[str, ...]
     choices: tuple[str, ...] = ()  # for choice options: canonical lower-case values
-    secret_bearing: bool = False  # its literal value is a credential (masked by SHOW REDACTED)
 
 
-def _text(*extra, secret_bearing=False, choices=()) -> OptionSpec:
-    return OptionSpec(("string", "word", "number") + extra, choices, secret_bearing)
+def _text(*extra, choices=()) -> OptionSpec:
+    return OptionSpec(("string", "word", "number") + extra, choices)
 
 
 AWS_OPTIONS = {
     "REGION": _text(),
     "ENDPOINT": _text(),
     "ACCESS KEY ID": _text("secret"),
-    "SECRET ACCESS KEY": OptionSpec(("secret",), secret_bearing=True),
-    "SESSION TOKEN": _text("secret", secret_bearing=True),
+    "SECRET ACCESS KEY": OptionSpec(("secret",)),
+    "SESSION TOKEN": _text("secret"),
     "ASSUME ROLE ARN": _text(),
     "ASSUME ROLE SESSION NAME": _text(),
     "EXTERNAL ID": _text(),
@@ -33,8 +33,8 @@ ICEBERG_OPTIONS = {
     "CATALOG TYPE": _text(choices=("rest", "s3tablesrest", "glue", "local")),
     "URL": _text(),
     "WAREHOUSE": _text(),
-    "CREDENTIAL": _text("secret", "concat-secret", secret_bearing=True),
-    "TOKEN": OptionSpec(("secret",), secret_bearing=True),
+    "CREDENTIAL": _text("secret", "concat-secret"),
+    "TOKEN": OptionSpec(("secret",)),
     "SCOPE": _text(),
     "OAUTH2 SERVER URL": _text(),
     "ACCESS DELEGATION": _text(choices=("vended-credentials", "remote-signing")),
@@ -45,11 +45,11 @@ POSTGRES_OPTIONS = {
     "PORT": OptionSpec(("number", "string")),
     "DATABASE": _text(),
     "USER": _text("secret"),
-    "PASSWORD": OptionSpec(("secret",), secret_bearing=True),
+    "PASSWORD": OptionSpec(("secret",)),
     "SSL MODE": _text(choices=("disable", "require", "verify-ca", "verify-full")),
     "SSL CERTIFICATE AUTHORITY": _text("secret"),
     "SSL CERTIFICATE": _text("secret"),
-    "SSL KEY": OptionSpec(("secret",), secret_bearing=True),
+    "SSL KEY": OptionSpec(("secret",)),
     "AWS CONNECTION": OptionSpec(("object", "word")),
 }
 CONNECTION_OPTIONS = {"aws": AWS_OPTIONS, "iceberg-catalog": ICEBERG_OPTIONS, "postgres": POSTGRES_OPTIONS}
@@ -146,8 +146,3 @@ def stored_value(option: ast.Option, spec: OptionSpec, resolve_secret: Callable[
 def snake(name: str) -> str:
     return name.lower().replace(" ", "_")
 
-
-def require(options: dict, name: str, message: str, pos: int) -> Optional[ast.Option]:
-    if name not in options:
-        raise PlanError(message, pos)
-    return options[name]

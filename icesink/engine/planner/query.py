@@ -8,7 +8,7 @@ from typing import Callable, Iterator
 
 from ...errors import PlanError
 from ...grammar import ast
-from .types import INTEGERS, NUMERIC_ORDER, UNKNOWN, Column, base_type, normalize
+from .types import NUMERIC_ORDER, UNKNOWN, Column, base_type, normalize
 
 
 @dataclass(frozen=True)
@@ -247,6 +247,3 @@ def bind_query(query: ast.Query, resolve: Resolver) -> BoundQuery:
         keys = [frozenset(c.name for c in columns)]
     return BoundQuery(tuple(columns), tuple(keys), tuple(relations))
 
-
-def is_integer_type(type_name: str) -> bool:
-    return base_type(type_name) in INTEGERS
