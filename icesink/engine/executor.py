@@ -84,9 +84,9 @@ class Executor:
         for obj in plan.objects:
             if obj.kind == "secret":
                 self.secrets.delete(obj.id)
-        cascaded = [f"{KIND_WORDS[o.kind]} '{o.name}'" for o in plan.objects[:-1]]
+        cascaded = [f"{KIND_WORDS[o.kind]} '{o.name}'" for o in plan.objects if o.id not in plan.named]
         notices = list(plan.notices)
-        if cascaded and len(plan.objects) > 1:
+        if cascaded:
             notices.append("also dropped: " + ", ".join(cascaded))
         return Result(status, notices=notices)
 

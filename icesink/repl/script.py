@@ -36,9 +36,9 @@ def run_stream(session: Session, stream: TextIO, source: str, console, error_con
     return True
 
 
-def check_files(paths: list[str], out=None) -> int:
+def check_files(paths: list[str]) -> int:
     """`icesink parse`: parses without executing; exit 1 on the first error."""
-    console, error_console = make_console(out), make_console(out, stderr=out is None)
+    console, error_console = make_console(), make_console(stderr=True)
     for path in paths:
         try:
             text = open(path, encoding="utf-8").read()

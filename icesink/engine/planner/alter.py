@@ -79,7 +79,7 @@ def plan_alter(binder: Binder, stmt: ast.Alter):
     if obj.kind != "sink":
         raise PlanError(f"ALTER {stmt.kind.upper()} … SET/RESET is not supported; drop and create the "
                         f"{KIND_WORDS[obj.kind]} again", stmt.action_pos)
-    definition, edits = alter_sink_options(obj, action, stmt.action_pos)
+    definition, edits = alter_sink_options(obj, action)
     sql = _apply_edits(obj.create_sql, edits)
     return UpdatePlan([dataclasses.replace(obj, definition=definition, create_sql=sql,
                                            redacted_create_sql=redact(sql))], status)
@@ -98,6 +98,7 @@ def plan_drop(binder: Binder, stmt: ast.Drop):
             plan.notices.append(f"{what} '{name}' does not exist, skipping")
             continue
         obj = binder.lookup(name, kinds, what)
+        plan.named.add(obj.id)
         _collect(binder, obj, stmt.cascade, chosen, name.pos)
     plan.objects = list(chosen.values())
     return plan

@@ -28,6 +28,7 @@ class CreatePlan:
 @dataclass
 class DropPlan:
     objects: list[CatalogObject]  # dependents first
+    named: set[str] = field(default_factory=set)  # ids the statement named; the rest go along with them
     notices: list[str] = field(default_factory=list)
 
 

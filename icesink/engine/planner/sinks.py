@@ -5,6 +5,7 @@ from ...catalog.store import CatalogObject
 from ...errors import PlanError
 from ...grammar import ast
 from ...grammar.lexical import redact
+from ...grammar.parser import parse_statement
 from . import options as opts
 from .binder import Binder
 from .create import exists_notice
@@ -146,17 +147,15 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
                       stmt.cluster.value if stmt.cluster else "default", connection.id, stmt.mode)
 
 
-def alter_sink_options(sink: CatalogObject, action, action_pos: int) -> tuple[dict, list[tuple[int, int, str]]]:
+def alter_sink_options(sink: CatalogObject, action) -> tuple[dict, list[tuple[int, int, str]]]:
     """The sink's new definition, and the edits to its create_sql that keep SHOW CREATE truthful."""
-    from ...grammar.parser import parse_statement
-
     if isinstance(action, ast.ResetOptions):
         for option in action.names:
             if option.name == "COMMIT INTERVAL":
                 raise PlanError("an Iceberg sink must have a COMMIT INTERVAL; change it with ALTER SINK … SET "
                                 "(COMMIT INTERVAL = '…')", option.pos)
-        opts.check_options(tuple(ast.Option(o.name, ast.StringValue(""), o.pos) for o in action.names),
-                           opts.SINK_WITH_OPTIONS, "sink")
+            raise PlanError(f"unknown sink option {option.name}; the options are: "
+                            f"{', '.join(opts.SINK_WITH_OPTIONS)}", option.pos)
     given = opts.check_options(action.options, opts.SINK_WITH_OPTIONS, "sink")
     definition = dict(sink.definition)
     edits = []
