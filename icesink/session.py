@@ -9,6 +9,7 @@ from .catalog.secrets import open_secret_store
 from .catalog.store import Catalog, default_data_dir
 from .engine.executor import Executor, Result
 from .engine.planner import SETTINGS, Planner
+from .engine.tables import TableStore
 from .errors import IcesinkError, Position
 from .grammar.lexical import REDACTED, StatementText, secret_spans, split_statements
 from .grammar.parser import parse_statement, statement_kind
@@ -44,7 +45,8 @@ class Session:
         self.secrets = open_secret_store(self.data_dir, self.catalog.install_id, self._pending_notices.append)
         self.settings: dict[str, str] = {}
         self.planner = Planner(self.catalog, self.setting)
-        self.executor = Executor(self.catalog, self.secrets, self.settings)
+        self.tables = TableStore(self.data_dir)
+        self.executor = Executor(self.catalog, self.secrets, self.tables, self.settings)
 
     def setting(self, name: str) -> str:
         return self.settings.get(name) or self.catalog.setting(name) or SETTINGS[name]
@@ -74,6 +76,7 @@ class Session:
         return self.catalog.names()
 
     def close(self) -> None:
+        self.tables.close()
         self.catalog.close()
 
     def __enter__(self) -> "Session":

@@ -10,7 +10,8 @@ from ..catalog_connections import connector_for
 from ..errors import CatalogError, NotSupportedYet, PlanError
 from .planner.binder import KIND_WORDS
 from .planner.plans import (CreatePlan, DropPlan, NoticePlan, QueryPlan, SetSecretPlan, SetVariablePlan,
-                            UpdatePlan, ValidatePlan)
+                            UpdatePlan, ValidatePlan, WritePlan)
+from .tables import TableStore
 
 
 @dataclass
@@ -22,9 +23,10 @@ class Result:
 
 
 class Executor:
-    def __init__(self, catalog: Catalog, secrets, session_settings: dict[str, str]):
+    def __init__(self, catalog: Catalog, secrets, tables: TableStore, session_settings: dict[str, str]):
         self.catalog = catalog
         self.secrets = secrets
+        self.tables = tables
         self.session_settings = session_settings
 
     def secret_value(self, secret_id: str) -> str:
@@ -52,6 +54,8 @@ class Executor:
                     self._insert(child)
                 if plan.secret_value is not None:
                     self.secrets.set(object_id, plan.secret_value)
+                if _is_engine_table(plan.kind, plan.definition):
+                    self.tables.create(object_id, plan.definition["columns"], plan.definition["primary_key"])
         except sqlite3.IntegrityError:
             raise CatalogError(f"an object named '{plan.name}' (or one of its subsources) was just created by "
                                "another session") from None
@@ -84,6 +88,8 @@ class Executor:
         for obj in plan.objects:
             if obj.kind == "secret":
                 self.secrets.delete(obj.id)
+            elif _is_engine_table(obj.kind, obj.definition):
+                self.tables.drop(obj.id)
         cascaded = [f"{KIND_WORDS[o.kind]} '{o.name}'" for o in plan.objects if o.id not in plan.named]
         notices = list(plan.notices)
         if cascaded:
@@ -120,13 +126,22 @@ class Executor:
     def _NoticePlan(self, plan: NoticePlan) -> Result:
         return Result(plan.status, notices=[plan.notice])
 
+    def _WritePlan(self, plan: WritePlan) -> Result:
+        count = self.tables.write(plan.sql, f"{plan.verb} into table '{plan.table.name}'")
+        return Result(f"{plan.verb} {'0 ' if plan.verb == 'INSERT' else ''}{count}")
+
     # ------------------------------------------------------------ queries
     def _QueryPlan(self, plan: QueryPlan) -> Result:
+        run = self.tables.query if plan.target == "tables" else self.catalog.query
         try:
-            columns, rows = self.catalog.query(plan.sql, plan.params)
+            columns, rows = run(plan.sql, plan.params)
         except sqlite3.Error as exc:
             message = str(exc)
             if message.startswith("no such column: "):
                 message = f"column \"{message[len('no such column: '):]}\" does not exist"
             raise PlanError(message) from None
         return Result(f"SELECT {len(rows)}", columns, rows)
+
+
+def _is_engine_table(kind: str, definition: dict) -> bool:
+    return kind == "table" and not definition.get("source_id")

@@ -71,7 +71,7 @@ class Planner:
             case ast.ShowColumns():
                 return plan_show_columns(b, stmt)
             case ast.Insert() | ast.Update() | ast.Delete():
-                return plan_write(b, stmt)
+                return plan_write(b, stmt, text)
             case ast.SetVariable():
                 return SetVariablePlan(stmt.name.value, setting_value(stmt), stmt.system)
             case ast.Select():

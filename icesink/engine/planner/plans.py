@@ -53,8 +53,16 @@ class ValidatePlan:
 
 @dataclass
 class QueryPlan:
-    sql: str  # SQLite over the system views
+    sql: str  # SQLite
     params: tuple = ()
+    target: str = "catalog"  # 'catalog' (system views) or 'tables' (engine tables)
+
+
+@dataclass
+class WritePlan:
+    table: CatalogObject
+    sql: str  # SQLite over the table's storage
+    verb: str  # INSERT, UPDATE, DELETE
 
 
 @dataclass

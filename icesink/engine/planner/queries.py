@@ -8,7 +8,8 @@ from ...catalog.schema import SCHEMA_OF_VIEW, VIEWS
 from ...errors import NotSupportedYet, PlanError
 from ...grammar import ast
 from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
-from .plans import QueryPlan
+from ..tables import storage_name
+from .plans import QueryPlan, WritePlan
 from .query import table_refs
 
 _SYSTEM_SCHEMAS = ("mz_catalog", "mz_internal")
@@ -28,43 +29,55 @@ _CREATE_VIEW = {"sink": "mz_sinks", "connection": "mz_connections", "source": "m
                 "table": "mz_tables", "materialized-view": "mz_materialized_views"}
 
 
-def _check_relation(binder: Binder, ref: ast.TableRef) -> None:
+def _engine_table(binder: Binder, ref: ast.TableRef) -> str | None:
+    """The storage of an engine table that `ref` names; None for a system view. Raises for anything else."""
     name, qualifier = ref.name.name, ref.name.qualifier
     if ref.iceberg:
         raise NotSupportedYet(f"reading the Iceberg table {ref.name} is not supported yet: {_RUNTIME}",
                               ref.name.pos)
     if qualifier and qualifier[0] in _SYSTEM_SCHEMAS:
         if name in VIEWS and len(qualifier) == 1 and SCHEMA_OF_VIEW[name] == qualifier[0]:
-            return
+            return None
         hint = f"; {name} is in {SCHEMA_OF_VIEW[name]}" if name in VIEWS else ""
         raise PlanError(f"relation \"{ref.name}\" does not exist{hint}", ref.name.pos)
     if not qualifier and name in VIEWS:
-        return
+        return None
     obj = binder.find(ref.name)
     if obj is None:
         raise PlanError(f"relation \"{ref.name}\" does not exist", ref.name.pos)
     if obj.kind not in RELATION_KINDS:
         raise PlanError(f"'{ref.name}' is {describe(obj)}, which cannot be queried", ref.name.pos)
+    if obj.kind == "table" and not obj.definition.get("source_id"):
+        return storage_name(obj.id)
     raise NotSupportedYet(f"reading {KIND_WORDS[obj.kind]} '{obj.name}' is not supported yet: {_RUNTIME}",
                           ref.name.pos)
 
 
-def to_sqlite(text: str) -> str:
-    """Postgres-flavoured SQL over the system views, as SQLite runs it."""
+def to_sqlite(text: str, storage: dict[str, str] | None = None) -> str:
+    """Postgres-flavoured SQL as SQLite runs it: system views lose their schema, engine tables are renamed
+    to their storage."""
     try:
         tree = sqlglot.parse_one(text, read="postgres")
     except sqlglot.errors.ParseError as exc:
-        raise PlanError(f"this query cannot run on the system catalog: {exc.errors[0]['description']}") from None
+        raise PlanError(f"this statement cannot run here: {exc.errors[0]['description']}") from None
+    storage = storage or {}
     for table in tree.find_all(exp.Table):
+        original, renamed = table.name, storage.get(table.name)
         table.set("db", None)
         table.set("catalog", None)
+        if renamed:
+            table.set("this", exp.to_identifier(renamed))
+            if not table.alias and table.find_ancestor(exp.Select):  # keeps `orders.id` meaning what it did
+                table.set("alias", exp.TableAlias(this=exp.to_identifier(original)))
     return tree.sql(dialect="sqlite")
 
 
 def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan:
-    for ref in table_refs(stmt.query):
-        _check_relation(binder, ref)
-    return QueryPlan(to_sqlite(text))
+    storage = {ref.name.name: _engine_table(binder, ref) for ref in table_refs(stmt.query)}
+    tables = {name: s for name, s in storage.items() if s}
+    if tables and len(tables) != len(storage):
+        raise NotSupportedYet("a query that joins engine tables with system views is not supported yet")
+    return QueryPlan(to_sqlite(text, tables), target="tables" if tables else "catalog")
 
 
 def plan_show(stmt: ast.ShowObjects) -> QueryPlan:
@@ -94,11 +107,11 @@ def plan_show_columns(binder: Binder, stmt: ast.ShowColumns) -> QueryPlan:
     return QueryPlan("SELECT name, nullable, type FROM mz_columns WHERE id = ? ORDER BY position", (obj.id,))
 
 
-def plan_write(binder: Binder, stmt) -> None:
-    """INSERT, UPDATE, DELETE: bound and checked now, carried out by the runtime."""
+def plan_write(binder: Binder, stmt, text: str) -> WritePlan:
+    """INSERT, UPDATE, DELETE on an engine table, checked here and run on its storage."""
     table = binder.lookup(stmt.table, ("table",), "table")
     if table.definition.get("source_id"):
-        raise PlanError(f"table '{table.name}' is fed by source and cannot be written to", stmt.table.pos)
+        raise PlanError(f"table '{table.name}' is fed by a source and cannot be written to", stmt.table.pos)
     columns = {c["name"] for c in table.definition["columns"]}
     named = list(getattr(stmt, "columns", ())) + [name for name, _ in getattr(stmt, "assignments", ())]
     for name in named:
@@ -109,6 +122,11 @@ def plan_write(binder: Binder, stmt) -> None:
         for row in stmt.rows:
             if len(row) != width:
                 raise PlanError(f"INSERT has {len(row)} values where {width} are expected", stmt.table.pos)
-    verb = type(stmt).__name__.upper()
-    raise NotSupportedYet(f"{verb} into table '{table.name}' is not supported yet: engine tables record their "
-                          "changes with the sink runtime", stmt.table.pos)
+    storage = {table.name: storage_name(table.id)}
+    if isinstance(stmt, ast.Insert) and stmt.query is not None:
+        for ref in table_refs(stmt.query):
+            found = _engine_table(binder, ref)
+            if found is None:
+                raise NotSupportedYet("INSERT … SELECT from system views is not supported", ref.name.pos)
+            storage[ref.name.name] = found
+    return WritePlan(table, to_sqlite(text, storage), type(stmt).__name__.upper())

@@ -1,0 +1,56 @@
+"""Engine tables: writes are durable and logged with increasing offsets; SELECT shows the current rows."""
+import pytest
+
+import icesink
+from tests.conftest import error_of, rows
+
+
+@pytest.fixture
+def orders(session):
+    session.execute("CREATE TABLE orders (id bigint NOT NULL, name text, amount numeric(10,2), ok boolean, "
+                    "PRIMARY KEY (id))")
+    return session
+
+
+def test_writes_change_the_rows_and_the_log(orders):
+    results = orders.execute("INSERT INTO orders VALUES (1, 'a', 1.5, true), (2, 'b', 2, false);"
+                             "UPDATE orders SET name = upper(name) || '!' WHERE id = 1;"
+                             "DELETE FROM orders WHERE NOT ok")
+    assert [r.status for r in results] == ["INSERT 0 2", "UPDATE 1", "DELETE 1"]
+    assert rows(orders, "SELECT id, name, amount FROM orders ORDER BY id") == [(1, "A!", "1.5")]
+    table_id = orders.catalog.get("orders").id
+    log = orders.tables.changes(table_id, 0, orders.tables.latest_offset(table_id))
+    assert [(offset, diff, row[:2]) for offset, diff, _, row in log] == [
+        (1, 1, [1, "a"]), (2, 1, [2, "b"]), (3, -1, [1, "a"]), (4, 1, [1, "A!"]), (5, -1, [2, "b"])]
+
+
+def test_another_session_sees_committed_writes(orders, data_dir):
+    orders.execute("INSERT INTO orders (id, name) VALUES (7, 'seven')")
+    with icesink.connect(data_dir) as other:
+        assert rows(other, "SELECT orders.name FROM orders WHERE orders.id = 7") == [("seven",)]
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("INSERT INTO orders VALUES (1, 'x', 1, true)", "INSERT into table 'orders': duplicate key value violates the primary key"),
+    ("INSERT INTO orders (name) VALUES ('x')", "INSERT into table 'orders': null value in column \"id\" violates its NOT NULL constraint"),
+    ("INSERT INTO orders VALUES ('one', 'x', 1, true)", "INSERT into table 'orders': a value for column \"id\" does not have the column's type"),
+    ("UPDATE orders SET id = 'x'", "UPDATE into table 'orders': a value for column \"id\" does not have the column's type"),
+])
+def test_constraint_errors_leave_the_table_unchanged(orders, sql, message):
+    orders.execute("INSERT INTO orders VALUES (1, 'a', 1, true)")
+    assert error_of(orders, sql).message == message
+    assert rows(orders, "SELECT id, name FROM orders") == [(1, "a")]
+    assert orders.tables.latest_offset(orders.catalog.get("orders").id) == 1
+
+
+def test_drop_table_removes_its_rows_and_log(orders):
+    orders.execute("INSERT INTO orders (id) VALUES (1)")
+    table_id = orders.catalog.get("orders").id
+    orders.execute("DROP TABLE orders; CREATE TABLE orders (id int)")
+    assert orders.tables.changes(table_id, 0, 10) == []
+    assert rows(orders, "SELECT count(*) FROM orders") == [(0,)]
+
+
+def test_table_without_primary_key_keeps_duplicates(session):
+    session.execute("CREATE TABLE events (kind text, n int); INSERT INTO events VALUES ('a', 1), ('a', 1)")
+    assert rows(session, "SELECT kind, count(*) FROM events GROUP BY kind") == [("a", 2)]
