@@ -151,6 +151,10 @@ class Catalog:
         return self._row(self.db.execute(f"SELECT {self._COLUMNS} FROM objects WHERE id = ?",
                                          (object_id,)).fetchone())
 
+    def sinks(self) -> list[CatalogObject]:
+        return [self._row(r) for r in self.db.execute(f"SELECT {self._COLUMNS} FROM objects WHERE kind = 'sink'"
+                                                      " ORDER BY seq")]
+
     def names(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT name FROM objects ORDER BY name")]
 
@@ -167,6 +171,21 @@ class Catalog:
             db.execute("INSERT INTO status_history VALUES (?,?,?,?,?,?,?)",
                        (now(), object_id, object_kind, status, error,
                         json.dumps(details) if details is not None else None, replica_id))
+
+    def add_statistics(self, object_id: str, replica_id: Optional[str] = None, **increments: int) -> None:
+        """Adds to the monotonic counters; `last_commit_at` and `lag_ms` are set, not added."""
+        set_columns = {k: increments.pop(k) for k in ("last_commit_at", "lag_ms") if k in increments}
+        with self.transaction() as db:
+            db.execute("INSERT OR IGNORE INTO statistics (object_id, replica_id) VALUES (?, ?)", (object_id, replica_id))
+            assignments = [f"{k} = {k} + ?" for k in increments] + [f"{k} = ?" for k in set_columns]
+            if assignments:
+                db.execute(f"UPDATE statistics SET {', '.join(assignments)} WHERE object_id = ?",
+                           (*increments.values(), *set_columns.values(), object_id))
+
+    def last_status(self, object_id: str) -> Optional[str]:
+        row = self.db.execute("SELECT status FROM status_history WHERE object_id = ? ORDER BY rowid DESC LIMIT 1",
+                              (object_id,)).fetchone()
+        return row[0] if row else None
 
     def setting(self, name: str) -> Optional[str]:
         row = self.db.execute("SELECT value FROM settings WHERE name = ?", (name,)).fetchone()

@@ -6,9 +6,11 @@ import os
 import uuid
 from pathlib import Path
 
+from ..errors import NotSupportedYet
 from .base import ConnectionInvalid, Connector
 
 LOCAL_WAREHOUSE_DIR = "warehouse"
+LOCAL_CATALOG_FILE = "iceberg_catalog.db"
 
 
 class IcebergCatalogConnector(Connector):
@@ -34,3 +36,15 @@ class IcebergCatalogConnector(Connector):
         except OSError as exc:
             raise ConnectionInvalid(f"connection '{self.name}': cannot write to the warehouse {warehouse}: "
                                     f"{exc.strerror}") from None
+
+    def load_catalog(self):
+        """A pyiceberg catalog for this connection."""
+        if self.catalog_type != "local":
+            raise NotSupportedYet(f"writing to '{self.catalog_type}' Iceberg catalogs is not supported yet; "
+                                  "use CATALOG TYPE 'local'")
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        warehouse = self.local_warehouse()
+        warehouse.mkdir(parents=True, exist_ok=True)
+        return SqlCatalog("icesink", uri=f"sqlite:///{self.data_dir / LOCAL_CATALOG_FILE}",
+                          warehouse=f"file://{warehouse.resolve()}")

@@ -18,7 +18,7 @@ _AFFINITY = {
     "smallint": "INTEGER", "integer": "INTEGER", "bigint": "INTEGER", "boolean": "INTEGER",
     "real": "REAL", "double precision": "REAL",
 }
-_TYPEOF = {"INTEGER": "'integer'", "REAL": "'real', 'integer'", "TEXT": "'text'", "BLOB": "'blob'"}
+_TYPEOF = {"INTEGER": "'integer'", "REAL": "'real', 'integer'", "TEXT": "'text'"}
 
 
 def storage_name(table_id: str) -> str:
@@ -30,10 +30,8 @@ def _quote(name: str) -> str:
 
 
 def _affinity(type_name: str) -> str:
-    base = base_type(type_name)
-    if base == "bytea":
-        return "BLOB"
-    return _AFFINITY.get(base, "TEXT")
+    # bytea is kept as Postgres hex text ('\\x…'): the JSON change log cannot hold blobs
+    return _AFFINITY.get(base_type(type_name), "TEXT")
 
 
 class TableStore:
@@ -107,11 +105,15 @@ class TableStore:
         row = self.db.execute("SELECT max(offset) FROM changes WHERE table_id = ?", (table_id,)).fetchone()
         return row[0] or 0
 
-    def changes(self, table_id: str, after: int, upto: int) -> list[tuple[int, int, int, list]]:
+    def iter_changes(self, table_id: str, after: int, upto: int):
         """(offset, diff, ts, row values) with after < offset <= upto, in offset order."""
         rows = self.db.execute("SELECT offset, diff, ts, row FROM changes WHERE table_id = ? AND offset > ?"
                                " AND offset <= ? ORDER BY offset", (table_id, after, upto))
-        return [(o, d, ts, json.loads(r)) for o, d, ts, r in rows]
+        for offset, diff, ts, row in rows:
+            yield offset, diff, ts, json.loads(row)
+
+    def changes(self, table_id: str, after: int, upto: int) -> list[tuple[int, int, int, list]]:
+        return list(self.iter_changes(table_id, after, upto))
 
     def acknowledge(self, table_id: str, upto: int) -> None:
         """Forgets changes every sink of the table has committed."""

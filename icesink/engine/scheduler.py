@@ -1,0 +1,141 @@
+"""Runs every sink of a data directory, follows catalog changes made by any process, retries with backoff.
+
+One scheduler owns a data directory at a time (an exclusive lock file); other processes may still edit
+the catalog, and the scheduler picks their changes up within a poll interval.
+"""
+from __future__ import annotations
+
+import fcntl
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..catalog.store import Catalog
+from .sink.runner import SinkFailed, SinkRunner
+
+log = logging.getLogger("icesink.scheduler")
+LOCK_FILE = "scheduler.lock"
+POLL_SECONDS = 0.5
+BACKOFF_SECONDS = (1, 2, 5, 10, 30, 60)
+
+
+class AlreadyScheduled(Exception):
+    """Another process runs this data directory's sinks."""
+
+
+@dataclass
+class _Slot:
+    runner: SinkRunner | None = None
+    definition: dict = field(default_factory=dict)
+    failures: int = 0
+    retry_at: float = 0.0
+    failed: bool = False
+
+
+class Scheduler:
+    def __init__(self, data_dir: Path, secret, spark_factory):
+        self.data_dir = Path(data_dir)
+        self.secret = secret
+        self.spark_factory = spark_factory
+        self.slots: dict[str, _Slot] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock_file = open(self.data_dir / LOCK_FILE, "a")
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_file.close()
+            raise AlreadyScheduled(f"another icesink process runs the sinks of {self.data_dir}") from None
+        self.catalog = Catalog(self.data_dir)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="icesink-scheduler", daemon=True)
+        self._thread.start()
+
+    def run_forever(self) -> None:
+        self.start()
+        while not self._stop.wait(1):
+            pass
+
+    def stop(self) -> None:
+        """Stops every sink gracefully: an in-flight batch finishes its commit or is abandoned unwritten."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=120)
+        for slot in self.slots.values():
+            if slot.runner is not None:
+                slot.runner.stop()
+        fcntl.flock(self._lock_file, fcntl.LOCK_UN)
+        self._lock_file.close()
+        self.catalog.close()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.tick()
+            except Exception:  # the loop must outlive any one sink's trouble
+                log.exception("scheduler tick failed")
+            self._stop.wait(POLL_SECONDS)
+
+    def tick(self) -> None:
+        sinks = {s.id: s for s in self.catalog.sinks()}
+        for sink_id in list(self.slots):
+            if sink_id not in sinks:
+                self._retire(sink_id)
+        for sink_id, sink in sinks.items():
+            slot = self.slots.setdefault(sink_id, _Slot())
+            if slot.failed:
+                continue
+            if slot.runner is not None and slot.definition != sink.definition:
+                slot.runner.stop()  # ALTER SINK: resume from the committed progress with the new settings
+                slot.runner = None
+            if slot.runner is not None and slot.runner.query is not None and not slot.runner.query.isActive:
+                self._crashed(slot, sink)
+            if slot.runner is None and time.time() >= slot.retry_at:
+                self._start(slot, sink)
+
+    def _start(self, slot: _Slot, sink) -> None:
+        runner = SinkRunner(self.catalog, sink, self.spark_factory(), self.secret)
+        slot.definition = sink.definition
+        try:
+            runner.start()
+        except SinkFailed:
+            slot.failed = True
+            return
+        except Exception as exc:
+            log.warning("sink %s could not start: %s", sink.name, exc)
+            self._stalled(slot, sink, exc)
+            return
+        slot.runner = runner
+
+    def _crashed(self, slot: _Slot, sink) -> None:
+        runner, slot.runner = slot.runner, None
+        if runner.failed is not None:
+            slot.failed = True
+            return
+        self._stalled(slot, sink, runner.error or runner.query.exception())
+
+    def _stalled(self, slot: _Slot, sink, exc) -> None:
+        delay = BACKOFF_SECONDS[min(slot.failures, len(BACKOFF_SECONDS) - 1)]
+        slot.failures += 1
+        slot.retry_at = time.time() + delay
+        message = _cause(exc)
+        self.catalog.record_status(sink.id, "sink", "stalled", message,
+                                   {"hints": [f"retrying in {delay}s"], "attempt": slot.failures})
+
+    def _retire(self, sink_id: str) -> None:
+        slot = self.slots.pop(sink_id)
+        if slot.runner is not None:
+            slot.runner.stop()
+
+
+def _cause(exc) -> str:
+    """The innermost message of a Spark/Py4J error: what went wrong, not where."""
+    text = str(getattr(exc, "desc", None) or exc or "stopped")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if "Error:" in line or "Exception:" in line:
+            return line.split("Error: ", 1)[-1].split("Exception: ", 1)[-1][:500]
+    return (lines[-1] if lines else text)[:500]

@@ -1,0 +1,1 @@
+"""The Iceberg sink: table setup, the copy-on-write writer, and the exactly-once committer."""

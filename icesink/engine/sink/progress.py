@@ -1,0 +1,42 @@
+"""The sink's progress, kept in the summary of the snapshot that holds the data it describes."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Optional
+
+SINK_ID, SINK_VERSION, FRONTIER, BATCH = "icesink.sink-id", "icesink.sink-version", "icesink.frontier", "icesink.batch"
+
+
+@dataclass(frozen=True)
+class Progress:
+    snapshot_id: int
+    sink_id: str
+    version: int
+    frontier: dict  # exclusive upper bound of what is committed, e.g. {"offset": 120}
+    foreign_writes: tuple[int, ...] = ()  # snapshots of other writers found above ours
+
+
+def summary_properties(sink_id: str, version: int, frontier: dict, batch: dict) -> dict[str, str]:
+    return {SINK_ID: sink_id, SINK_VERSION: str(version), FRONTIER: json.dumps(frontier, sort_keys=True),
+            BATCH: json.dumps(batch, sort_keys=True)}
+
+
+def latest_progress(table, sink_id: str) -> Optional[Progress]:
+    """Walks main's snapshots newest first: the first carrying this sink's id says where it stands.
+    Compactions ('replace') are skipped; other writers' snapshots on the way are reported."""
+    metadata = table.metadata
+    snapshot = table.current_snapshot()
+    foreign = []
+    while snapshot is not None:
+        summary = snapshot.summary
+        props = summary.additional_properties if summary is not None else {}
+        if props.get(SINK_ID) == sink_id:
+            return Progress(snapshot.snapshot_id, sink_id, int(props[SINK_VERSION]), json.loads(props[FRONTIER]),
+                            tuple(foreign))
+        operation = summary.operation.value if summary is not None else ""
+        if operation != "replace":
+            foreign.append(snapshot.snapshot_id)
+        parent = snapshot.parent_snapshot_id
+        snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
+    return None

@@ -1,0 +1,128 @@
+"""Runs one sink: a Structured Streaming query whose foreachBatch commits each batch to Iceberg."""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+
+from ...catalog.store import Catalog, CatalogObject, now
+from ...catalog_connections import connector_for
+from ..sources.engine_table import EngineTableSource
+from .committer import Committer, Fenced, FrontierConflict
+from .table import IncompatibleTable, ensure_table
+from .writers import AppendWriter, UpsertWriter
+
+log = logging.getLogger("icesink.sink")
+FATAL = (Fenced, FrontierConflict, IncompatibleTable)  # need a user's action: status failed
+
+
+class SinkFailed(Exception):
+    pass
+
+
+class SinkRunner:
+    def __init__(self, catalog: Catalog, sink: CatalogObject, spark, secret):
+        self.catalog = catalog
+        self.sink = sink
+        self.spark = spark
+        self.secret = secret
+        self.definition = sink.definition
+        self.query = None
+        self.frontier = {"offset": 0}
+        self.failed: Exception | None = None
+        self.error: str | None = None  # why the last batch failed, for status `stalled`
+        self.stopping = False
+        self._batch_done = threading.Event()
+        self._batch_done.set()
+
+    # ------------------------------------------------------------ lifecycle
+    def _status(self, status: str, error: str | None = None, details: dict | None = None) -> None:
+        self.catalog.record_status(self.sink.id, "sink", status, error, details)
+
+    def _load_table(self):
+        return self.iceberg.load_table((*self.definition["namespace"].split("."), self.definition["table"]))
+
+    def start(self) -> None:
+        self._status("starting")
+        connection = self.catalog.get_by_id(self.definition["connection_id"])
+        self.iceberg = connector_for(connection, self.secret, self.catalog.data_dir).load_catalog()
+        try:
+            ensure_table(self.iceberg, self.definition)
+            self.committer = Committer(self._load_table, self.sink.id, self.definition.get("sink_version", 1))
+            progress = self.committer.resume_point()
+        except FATAL as exc:
+            self._fail(exc)
+            raise SinkFailed(str(exc)) from None
+        if progress is not None:
+            self.frontier = progress.frontier
+        columns = [c["name"] for c in self.definition["columns"]]
+        self.writer = (UpsertWriter(columns, self.definition["key"]) if self.definition["mode"] == "upsert"
+                       else AppendWriter(columns))
+        source = self.catalog.get_by_id(self.definition["input_id"])
+        stream = (self.spark.readStream.format(EngineTableSource.name())
+                  .option("data_dir", str(Path(self.catalog.data_dir).resolve()))
+                  .option("table_id", source.id)
+                  .option("columns", json.dumps(self.definition["columns"]))
+                  .option("start", str(self.frontier.get("offset", 0))).load())
+        self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.sink.cluster or "default")
+        self.query = (stream.writeStream.queryName(f"icesink-{self.sink.id}")
+                      .foreachBatch(self._batch)
+                      .trigger(processingTime=f"{self.definition['commit_interval_ms']} milliseconds")
+                      .start())
+        self._status("running", details={"frontier": self.frontier,
+                                         "snapshot_id": progress.snapshot_id if progress else None})
+
+    def stop(self, wait_seconds: float = 60) -> None:
+        """Lets an in-flight batch finish its commit (or abandons it before it writes), then stops."""
+        self.stopping = True
+        self._batch_done.wait(wait_seconds)
+        if self.query is not None and self.query.isActive:
+            self.query.stop()
+
+    def _fail(self, exc: Exception) -> None:
+        self.failed = exc
+        self._status("failed", str(exc))
+
+    # ------------------------------------------------------------ one batch
+    def _batch(self, changes, batch_id: int) -> None:
+        self._batch_done.clear()
+        try:
+            self._commit_batch(changes)
+        except FATAL as exc:
+            self._fail(exc)
+            raise
+        except Exception as exc:
+            self.error = _first_line(exc)  # Spark's own report of it buries the cause
+            raise
+        finally:
+            self._batch_done.set()
+
+    def _commit_batch(self, changes) -> None:
+        staged = self.writer.stage(changes)
+        try:
+            if staged.rows == 0 or self.stopping:
+                return  # nothing new, or shutting down: the batch is abandoned unwritten
+            upper, newest_ts = {"offset": int(staged.upper_offset)}, staged.newest_ts
+            started = time.time()
+            outcome = self.committer.commit(self.frontier, upper, staged.rows,
+                                            lambda table: self.writer.plan(staged, table))
+            self.frontier = upper
+            log.info("sink %s: committed %d changes up to %s in %.2fs (%d files added, %d removed)", self.sink.name,
+                     staged.rows, upper, time.time() - started, outcome.files_added, outcome.files_removed)
+            if not outcome.already_committed:
+                self.catalog.add_statistics(self.sink.id, messages_staged=staged.rows,
+                                            messages_committed=staged.rows, snapshots_committed=1,
+                                            last_commit_at=now(), lag_ms=max(0, int(time.time() * 1000) - newest_ts))
+            if self.catalog.last_status(self.sink.id) != "running":
+                self._status("running", details={"frontier": upper, "snapshot_id": outcome.snapshot_id})
+        finally:
+            staged.frame.unpersist()
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    if type(exc).__name__ == "Py4JJavaError":
+        text = str(exc.java_exception)
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:500]

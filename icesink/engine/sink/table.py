@@ -1,0 +1,96 @@
+"""Creating the sink's Iceberg table, or checking that an existing one fits."""
+from __future__ import annotations
+
+import itertools
+
+from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError, TableAlreadyExistsError
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.transforms import (BucketTransform, DayTransform, HourTransform, IdentityTransform,
+                                  MonthTransform, TruncateTransform, YearTransform)
+from pyiceberg.types import NestedField
+
+from ..columns import iceberg_type
+
+APPEND_COLUMNS = [{"name": "_mz_diff", "type": "integer"}, {"name": "_mz_timestamp", "type": "bigint"}]
+
+# Keeps commits cheap as the table ages: old metadata files go, manifests are merged.
+TABLE_PROPERTIES = {
+    "format-version": "2",
+    "write.metadata.delete-after-commit.enabled": "true",
+    "write.metadata.previous-versions-max": "5",
+    "commit.manifest-merge.enabled": "true",
+    "commit.manifest.min-count-to-merge": "20",
+}
+
+
+class IncompatibleTable(Exception):
+    """The existing Iceberg table cannot take the sink's rows; the message says what differs."""
+
+
+def sink_columns(definition: dict) -> list[dict]:
+    columns = list(definition["columns"])
+    return columns + APPEND_COLUMNS if definition["mode"] == "append" else columns
+
+
+def iceberg_schema(definition: dict) -> Schema:
+    columns = sink_columns(definition)
+    counter = itertools.count(len(columns) + 1)
+    key = set(definition["key"])
+    fields = [NestedField(i + 1, c["name"], iceberg_type(c["type"], lambda: next(counter)),
+                          required=c["name"] in key)
+              for i, c in enumerate(columns)]
+    identifier_ids = [f.field_id for f in fields if f.name in key]
+    return Schema(*fields, identifier_field_ids=identifier_ids)
+
+
+_TRANSFORMS = {"identity": IdentityTransform, "year": YearTransform, "month": MonthTransform, "day": DayTransform,
+               "hour": HourTransform, "bucket": BucketTransform, "truncate": TruncateTransform}
+
+
+def _transform(entry: dict):
+    cls = _TRANSFORMS[entry["transform"]]
+    return cls(entry["argument"]) if "argument" in entry else cls()
+
+
+def partition_spec(definition: dict, schema: Schema) -> PartitionSpec:
+    fields = []
+    for i, entry in enumerate(definition["partition_by"]):
+        source = schema.find_field(entry["column"])
+        suffix = entry["transform"] if entry["transform"] != "identity" else ""
+        fields.append(PartitionField(source.field_id, 1000 + i, _transform(entry),
+                                     f"{entry['column']}_{suffix}".rstrip("_")))
+    return PartitionSpec(*fields)
+
+
+def _describe(schema: Schema) -> dict[str, str]:
+    return {f.name: str(f.field_type) for f in schema.fields}
+
+
+def ensure_table(catalog, definition: dict):
+    """The sink's table: created (with its namespace) when missing, checked when it exists."""
+    namespace, name = definition["namespace"], definition["table"]
+    wanted = iceberg_schema(definition)
+    try:
+        table = catalog.load_table((*namespace.split("."), name))
+    except NoSuchTableError:
+        try:
+            catalog.create_namespace(tuple(namespace.split(".")))
+        except NamespaceAlreadyExistsError:
+            pass
+        try:
+            return catalog.create_table((*namespace.split("."), name), schema=wanted,
+                                        partition_spec=partition_spec(definition, wanted),
+                                        properties=TABLE_PROPERTIES)
+        except TableAlreadyExistsError:  # created concurrently: check it like any existing table
+            table = catalog.load_table((*namespace.split("."), name))
+    have, want = _describe(table.schema()), _describe(wanted)
+    missing = [f"{n} {t}" for n, t in want.items() if n not in have]
+    different = [f"{n} is {have[n]}, the sink writes {t}" for n, t in want.items() if n in have and have[n] != t]
+    extra = [n for n, f in zip(have, table.schema().fields) if n not in want and f.required]
+    if missing or different or extra:
+        parts = ([f"missing columns: {', '.join(missing)}"] if missing else []) + different + (
+            [f"required columns the sink does not write: {', '.join(extra)}"] if extra else [])
+        raise IncompatibleTable(f"the Iceberg table {namespace}.{name} does not fit the sink: {'; '.join(parts)}")
+    return table
+

@@ -1,0 +1,46 @@
+"""The one SparkSession of a process. Starting Spark takes seconds: it starts on first use, once."""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+_lock = threading.Lock()
+_session = None
+
+DEFAULT_CONF = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.streaming.stopTimeout": "30s",
+    "spark.scheduler.mode": "FAIR",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.sql.adaptive.enabled": "true",
+}
+
+
+def master_from_environment(default: str = "local[*]") -> str:
+    return os.environ.get("ICESINK_SPARK_MASTER", default)
+
+
+def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
+    """The process's SparkSession, created with `master` and `conf` the first time."""
+    global _session
+    with _lock:
+        if _session is None:
+            # Workers must run this interpreter, or they miss the packages icesink needs.
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+            from pyspark.sql import SparkSession
+
+            builder = SparkSession.builder.appName("icesink").master(master or master_from_environment())
+            for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
+                builder = builder.config(key, value)
+            _session = builder.getOrCreate()
+            _session.sparkContext.setLogLevel("ERROR")
+            from .sources.engine_table import EngineTableSource
+
+            _session.dataSource.register(EngineTableSource)
+        return _session
