@@ -1,0 +1,126 @@
+"""The sink runtime end to end: engine-table changes reach the Iceberg table once each, as an
+independent reader (DuckDB) sees it."""
+import random
+import time
+from decimal import Decimal
+
+import pytest
+
+import icesink
+from icesink.catalog_connections import connector_for
+from icesink.engine.scheduler import Scheduler
+from icesink.engine.spark import get_spark
+from tests.conftest import rows
+from tests.readers import duckdb_rows
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    return get_spark("local[2]")
+
+
+def wait_for(predicate, timeout=120, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def runtime(session, spark):
+    scheduler = Scheduler(session.data_dir, session.executor.secret_value, lambda: spark)
+    scheduler.start()
+    yield session
+    scheduler.stop()
+
+
+def iceberg_table(session, sink_name):
+    sink = session.catalog.get(sink_name)
+    connection = session.catalog.get_by_id(sink.definition["connection_id"])
+    catalog = connector_for(connection, session.executor.secret_value, session.data_dir).load_catalog()
+    return catalog.load_table((sink.definition["namespace"], sink.definition["table"]))
+
+
+def committed_offset(session, sink_name):
+    try:
+        table = iceberg_table(session, sink_name)
+    except Exception:
+        return 0
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return 0
+    import json
+    return json.loads(snapshot.summary.additional_properties.get("icesink.frontier", '{"offset": 0}'))["offset"]
+
+
+def caught_up(session, sink_name, table_name):
+    table_id = session.catalog.get(table_name).id
+    return lambda: committed_offset(session, sink_name) >= session.tables.latest_offset(table_id)
+
+
+def random_changes(session, rng, count, next_id):
+    live = [r[0] for r in rows(session, "SELECT id FROM orders")]
+    for _ in range(count):
+        op = rng.random()
+        if op < 0.5 or not live:
+            statements = f"INSERT INTO orders VALUES ({next_id}, 'n{next_id}', {rng.randint(1, 10**6) / 100})"
+            live.append(next_id)
+            next_id += 1
+        elif op < 0.8:
+            key = rng.choice(live)
+            statements = f"UPDATE orders SET name = 'u{rng.randint(0, 999)}', amount = amount + 1 WHERE id = {key}"
+        else:
+            key = live.pop(rng.randrange(len(live)))
+            statements = f"DELETE FROM orders WHERE id = {key}"
+        session.execute(statements)
+    return next_id
+
+
+SETUP = """
+CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+CREATE TABLE orders (id bigint NOT NULL, name text, amount numeric(12,2), PRIMARY KEY (id));
+"""
+
+
+def test_upserts_reach_iceberg_exactly(runtime):
+    runtime.execute(SETUP + "CREATE SINK orders_lake FROM orders INTO ICEBERG CATALOG CONNECTION lake "
+                    "(NAMESPACE 'shop', TABLE 'orders') KEY (id) PARTITION BY (bucket(4, id)) MODE UPSERT "
+                    "WITH (COMMIT INTERVAL '1s')")
+    rng = random.Random(7)
+    next_id = 1
+    for _ in range(6):  # changes keep arriving while batches commit
+        next_id = random_changes(runtime, rng, 400, next_id)
+        time.sleep(0.7)
+    wait_for(caught_up(runtime, "orders_lake", "orders"), what="the sink to commit every change")
+    expected = rows(runtime, "SELECT id, name, amount FROM orders ORDER BY id")
+    got = duckdb_rows(iceberg_table(runtime, "orders_lake").metadata_location, "id, name, amount", "id")
+    assert got == [(i, n, Decimal(a)) for i, n, a in expected]
+    history = [s for (s,) in rows(runtime, "SELECT h.status FROM mz_internal.mz_sink_status_history h "
+                                           "JOIN mz_sinks s ON s.id = h.sink_id WHERE s.name = 'orders_lake'")]
+    assert history[:2] == ["starting", "running"] and "failed" not in history
+    committed = rows(runtime, "SELECT messages_committed, snapshots_committed FROM mz_internal.mz_sink_statistics")
+    assert committed[0][0] >= 2400 and committed[0][1] >= 2
+
+
+def test_append_replays_to_the_same_state(runtime):
+    runtime.execute(SETUP + "CREATE SINK orders_log FROM orders INTO ICEBERG CATALOG CONNECTION lake "
+                    "(NAMESPACE 'shop', TABLE 'orders_log') MODE APPEND WITH (COMMIT INTERVAL '1s')")
+    rng = random.Random(11)
+    next_id = 1
+    for _ in range(3):
+        next_id = random_changes(runtime, rng, 300, next_id)
+        time.sleep(0.7)
+    wait_for(caught_up(runtime, "orders_log", "orders"), what="the sink to commit every change")
+    got = duckdb_rows(iceberg_table(runtime, "orders_log").metadata_location, "*", "_mz_timestamp")
+    state = {}
+    for id_, name, amount, diff, _ in got:
+        state[(id_, name, amount)] = state.get((id_, name, amount), 0) + diff
+    final = sorted(k for k, n in state.items() if n > 0)
+    assert all(n in (0, 1) for n in state.values())
+    expected = rows(runtime, "SELECT id, name, amount FROM orders ORDER BY id")
+    assert final == [(i, n, Decimal(a)) for i, n, a in expected]
