@@ -22,10 +22,6 @@ DEFAULT_CONF = {
 }
 
 
-def master_from_environment(default: str = "local[*]") -> str:
-    return os.environ.get("ICESINK_SPARK_MASTER", default)
-
-
 def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
     """The process's SparkSession, created with `master` and `conf` the first time."""
     global _session
@@ -36,7 +32,7 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
             from pyspark.sql import SparkSession
 
-            builder = SparkSession.builder.appName("icesink").master(master or master_from_environment())
+            builder = SparkSession.builder.appName("icesink").master(master or "local[*]")
             for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
                 builder = builder.config(key, value)
             _session = builder.getOrCreate()

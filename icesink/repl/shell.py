@@ -11,16 +11,17 @@ from prompt_toolkit.lexers import PygmentsLexer
 from pygments.lexers.sql import PostgresLexer
 
 from ..catalog.schema import VIEWS
-from ..errors import IcesinkError
 from ..grammar.lexical import is_complete, redact
 from ..grammar.parser import _grammar_text, keywords_of
 from ..session import Session
-from .render import make_console, render_error, render_result
+from .render import make_console
+from .script import ScriptRunner
 
 HELP = """\
 Type SQL statements ending with ';' (Enter inside a statement starts a new line).
   \\d        list objects            \\q   quit
   \\?        this help               Ctrl-C  cancel the current input
+  \\watch [SECONDS]   run the previous query again every SECONDS (default 2) until Ctrl-C
 Status:   SELECT s.name, st.status, st.error FROM mz_sinks s
           JOIN mz_internal.mz_sink_statuses st ON s.id = st.id;
 Reference: docs in the README; statements follow Materialize's dialect."""
@@ -77,6 +78,7 @@ class Repl:
         self.session = session
         self.console = console or make_console()
         self.error_console = error_console or make_console(stderr=True)
+        self.runner = ScriptRunner(session, self.console, self.error_console)
         history = RedactingHistory(str(history_path or session.data_dir / "history"))
         self.prompt = PromptSession(
             message=self._message, multiline=True, key_bindings=_key_bindings(), history=history,
@@ -103,15 +105,14 @@ class Repl:
             if command == "\\?":
                 self.console.print(HELP, markup=False)
             elif command == "\\d":
-                self._run("SHOW OBJECTS;")
+                self.runner.run_sql("SHOW OBJECTS;", "<repl>")
+            elif command.startswith("\\watch"):
+                try:
+                    seconds = (command.split()[1:2] or ["2"])[0]
+                    self.runner.run_meta("watch", f"{seconds} 1000000", "<repl>", 0)  # until Ctrl-C
+                except KeyboardInterrupt:
+                    pass
             elif command.startswith("\\"):
                 self.error_console.print(f"unknown command {command}; type \\? for help", markup=False)
             elif command:
-                self._run(text)
-
-    def _run(self, text: str) -> None:
-        try:
-            for result in self.session.execute_iter(text, source="<repl>"):
-                render_result(self.console, result)
-        except IcesinkError as error:
-            render_error(self.error_console, error)
+                self.runner.run_sql(text, "<repl>")
