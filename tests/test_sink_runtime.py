@@ -124,3 +124,43 @@ def test_append_replays_to_the_same_state(runtime):
     assert all(n in (0, 1) for n in state.values())
     expected = rows(runtime, "SELECT id, name, amount FROM orders ORDER BY id")
     assert final == [(i, n, Decimal(a)) for i, n, a in expected]
+
+
+def test_load_generators_resume_exactly_after_a_restart(session, spark):
+    session.execute("""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE SOURCE counter FROM LOAD GENERATOR COUNTER (TICK INTERVAL '100ms', UP TO 60);
+        CREATE SOURCE auction FROM LOAD GENERATOR AUCTION (TICK INTERVAL '200ms', UP TO 40) FOR ALL TABLES;
+        CREATE SINK counter_log FROM counter INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'gen', TABLE 'counter')
+          MODE APPEND WITH (COMMIT INTERVAL '1s');
+        CREATE SINK accounts_lake FROM accounts INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'gen', TABLE 'accounts')
+          KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+        CREATE SINK bids_lake FROM bids INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'gen', TABLE 'bids')
+          KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+    """)
+    first = Scheduler(session.data_dir, session.executor.secret_value, lambda: spark)
+    first.start()
+    wait_for(lambda: committed_offset(session, "counter_log") > 0 and committed_offset(session, "bids_lake") > 0,
+             what="first commits")
+    first.stop()  # stops mid-stream; the second run must continue exactly where the tables say
+    second = Scheduler(session.data_dir, session.executor.secret_value, lambda: spark)
+    second.start()
+    try:
+        wait_for(lambda: committed_offset(session, "counter_log") >> 20 == 60
+                 and committed_offset(session, "bids_lake") >> 20 == 40
+                 and committed_offset(session, "accounts_lake") >> 20 == 40, what="every tick")
+    finally:
+        second.stop()
+    counters = duckdb_rows(iceberg_table(session, "counter_log").metadata_location, "counter, _mz_diff", "1")
+    assert counters == [(n, 1) for n in range(1, 61)]
+    bids = duckdb_rows(iceberg_table(session, "bids_lake").metadata_location, "id", "1")
+    assert bids == [(n,) for n in range(1, 121)]
+    accounts = duckdb_rows(iceberg_table(session, "accounts_lake").metadata_location, "id, balance", "1")
+    assert [a for a, _ in accounts] == list(range(1, 101))
+    from icesink.engine.sources.generators import tick_rows
+    balances = {}
+    for tick in range(1, 41):
+        for (account, _, balance), diff in tick_rows("auction", "accounts", {"tick_interval_ms": 200, "up_to": 40}, 0, tick):
+            if diff > 0:
+                balances[account] = balance
+    assert accounts == sorted(balances.items())

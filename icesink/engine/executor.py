@@ -51,6 +51,7 @@ class Executor:
                 object_id = self._insert(plan)
                 for child in plan.children:
                     child.depends_on = (object_id,)
+                    child.definition = {**child.definition, "source_id": object_id}
                     self._insert(child)
                 if plan.secret_value is not None:
                     self.secrets.set(object_id, plan.secret_value)

@@ -38,6 +38,8 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
             _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel("ERROR")
             from .sources.engine_table import EngineTableSource
+            from .sources.generators import GeneratorSource
 
             _session.dataSource.register(EngineTableSource)
+            _session.dataSource.register(GeneratorSource)
         return _session

@@ -224,10 +224,14 @@ class AstBuilder(Transformer):
         kind, items = tables[0] if tables else (None, None)
         return ("postgres", self._one(c, ast.ObjectName), options[0] if options else (), kind, items)
 
+    def generator_name(self, c):
+        names = [make_name(t) if t.type in ("IDENT", "QUOTED_IDENT") else ast.Name(str(t).lower()) for t in c]
+        return ast.Name(" ".join(n.value for n in names), pos=c[0].start_pos, end=c[-1].end_pos)
+
     def load_generator_source(self, c):
         options = [x for x in c if isinstance(x, tuple) and x and isinstance(x[0], ast.Option)]
         all_tables = any(isinstance(x, tuple) and x and x[0] == "all" for x in c)
-        return ("load-generator", self._names(c)[0], options[0] if options else (), all_tables)
+        return ("load-generator", self._one(c, ast.Name), options[0] if options else (), all_tables)
 
     def create_source(self, c):
         name = self._one(c, ast.ObjectName)

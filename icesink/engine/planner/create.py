@@ -161,7 +161,7 @@ def plan_create_load_generator(binder: Binder, stmt: ast.CreateLoadGeneratorSour
         return exists_notice("source", stmt.name.name, "CREATE SOURCE")
     generator = stmt.generator.value
     if generator not in LOAD_GENERATORS:
-        raise PlanError(f"unknown load generator {generator.upper()}; expected COUNTER, AUCTION or TPCH",
+        raise PlanError(f"unknown load generator {generator.upper()}; expected COUNTER, AUCTION, KEY VALUE or TPCH",
                         stmt.generator.pos)
     given = opts.check_options(stmt.options, opts.LOAD_GENERATOR_OPTIONS, "load generator")
     settings = {}
@@ -175,7 +175,9 @@ def plan_create_load_generator(binder: Binder, stmt: ast.CreateLoadGeneratorSour
         number = float(option.value.text)
         if name == "SCALE FACTOR" and generator != "tpch":
             raise PlanError("SCALE FACTOR applies only to LOAD GENERATOR TPCH", option.pos)
-        if name in ("UP TO", "MAX CARDINALITY", "SEED") and (not number.is_integer() or number < 0):
+        if name in ("KEYS", "BATCH SIZE") and generator != "key value":
+            raise PlanError(f"{name} applies only to LOAD GENERATOR KEY VALUE", option.pos)
+        if name in ("UP TO", "MAX CARDINALITY", "SEED", "KEYS", "BATCH SIZE") and (not number.is_integer() or number < 0):
             raise PlanError(f"{name} must be a whole number, not {option.value.text}", option.value.pos)
         if name == "SCALE FACTOR" and number <= 0:
             raise PlanError(f"SCALE FACTOR must be positive, not {option.value.text}", option.value.pos)

@@ -67,6 +67,8 @@ LOAD_GENERATOR_OPTIONS = {
     "UP TO": OptionSpec(("number",)),
     "SEED": OptionSpec(("number",)),
     "MAX CARDINALITY": OptionSpec(("number",)),
+    "KEYS": OptionSpec(("number",)),
+    "BATCH SIZE": OptionSpec(("number",)),
 }
 
 _FORM_OF = {

@@ -141,6 +141,7 @@ def _rel(name: str, spec: str, key: str) -> GeneratedRelation:
 # Materialize's load generator shapes. COUNTER is a single relation named after the source.
 LOAD_GENERATORS: dict[str, tuple[GeneratedRelation, ...]] = {
     "counter": (_rel("", "counter bigint", "counter"),),
+    "key value": (_rel("", "key bigint, value text, round bigint", "key"),),
     "auction": (
         _rel("organizations", "id bigint, name text", "id"),
         _rel("users", "id bigint, org_id bigint, name text", "id"),

@@ -5,17 +5,20 @@ import json
 import logging
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 from ...catalog.store import Catalog, CatalogObject, now
 from ...catalog_connections import connector_for
+from ...errors import NotSupportedYet
 from ..sources.engine_table import EngineTableSource
+from ..sources.generators import GeneratorSource
 from .committer import Committer, Fenced, FrontierConflict
 from .table import IncompatibleTable, ensure_table
 from .writers import AppendWriter, UpsertWriter
 
 log = logging.getLogger("icesink.sink")
-FATAL = (Fenced, FrontierConflict, IncompatibleTable)  # need a user's action: status failed
+FATAL = (Fenced, FrontierConflict, IncompatibleTable, NotSupportedYet)  # need a user's action: status failed
 
 
 class SinkFailed(Exception):
@@ -52,20 +55,16 @@ class SinkRunner:
             ensure_table(self.iceberg, self.definition)
             self.committer = Committer(self._load_table, self.sink.id, self.definition.get("sink_version", 1))
             progress = self.committer.resume_point()
+            if progress is not None:
+                self.frontier = progress.frontier
+            stream = self._input_stream().option("columns", json.dumps(self.definition["columns"])) \
+                .option("start", str(self.frontier.get("offset", 0))).load()
         except FATAL as exc:
             self._fail(exc)
             raise SinkFailed(str(exc)) from None
-        if progress is not None:
-            self.frontier = progress.frontier
         columns = [c["name"] for c in self.definition["columns"]]
         self.writer = (UpsertWriter(columns, self.definition["key"]) if self.definition["mode"] == "upsert"
                        else AppendWriter(columns))
-        source = self.catalog.get_by_id(self.definition["input_id"])
-        stream = (self.spark.readStream.format(EngineTableSource.name())
-                  .option("data_dir", str(Path(self.catalog.data_dir).resolve()))
-                  .option("table_id", source.id)
-                  .option("columns", json.dumps(self.definition["columns"]))
-                  .option("start", str(self.frontier.get("offset", 0))).load())
         self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.sink.cluster or "default")
         self.query = (stream.writeStream.queryName(f"icesink-{self.sink.id}")
                       .foreachBatch(self._batch)
@@ -73,6 +72,22 @@ class SinkRunner:
                       .start())
         self._status("running", details={"frontier": self.frontier,
                                          "snapshot_id": progress.snapshot_id if progress else None})
+
+    def _input_stream(self):
+        source = self.catalog.get_by_id(self.definition["input_id"])
+        if source.kind == "table" and not source.definition.get("source_id"):
+            return (self.spark.readStream.format(EngineTableSource.name())
+                    .option("data_dir", str(Path(self.catalog.data_dir).resolve())).option("table_id", source.id))
+        parent = self.catalog.get_by_id(source.definition["source_id"]) if source.kind == "subsource" else source
+        if parent.type != "load-generator" or parent.definition["generator"] == "tpch":
+            what = "LOAD GENERATOR TPCH" if parent.type == "load-generator" else f"{parent.type} sources"
+            raise NotSupportedYet(f"sinks from {what} are not supported yet")
+        start_ms = int(datetime.fromisoformat(parent.created_at).timestamp() * 1000)
+        return (self.spark.readStream.format(GeneratorSource.name())
+                .option("generator", parent.definition["generator"])
+                .option("relation", source.definition.get("upstream", ""))
+                .option("settings", json.dumps(parent.definition["options"]))
+                .option("start_ms", str(start_ms)))
 
     def stop(self, wait_seconds: float = 60) -> None:
         """Lets an in-flight batch finish its commit (or abandons it before it writes), then stops."""

@@ -1,0 +1,132 @@
+"""Materialize's load generators, deterministic given their options: the rows of tick t are a function
+of (generator, options, t), so a restart that resumes at a committed tick produces exactly the rows after it.
+
+Offsets: tick << 20 | sequence within the tick; a batch always holds whole ticks.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import time
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+from .engine_table import change_schema
+
+TICK_BITS = 20
+TICKS_PER_PARTITION = 50
+ORGANIZATIONS, USERS, BIDS_PER_TICK = 10, 100, 3
+ITEMS = ("Signed Memorabilia", "City Bar Crawl", "Best Pizza in Town", "Gift Basket", "Custom Art")
+
+
+def _hash(*parts) -> int:
+    return int.from_bytes(hashlib.blake2b(repr(parts).encode(), digest_size=8).digest(), "big")
+
+
+def _moment(start_ms: int, tick_ms: int, tick: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp((start_ms + tick * tick_ms) / 1000, dt.timezone.utc)
+
+
+def _balance(seed: int, account: int, version: int) -> int:
+    return 1000 + _hash(seed, "balance", account, version) % 9000
+
+
+def tick_rows(generator: str, relation: str, options: dict, start_ms: int, tick: int):
+    """(values, diff) pairs of `relation` at `tick` (ticks start at 1)."""
+    seed, tick_ms = options.get("seed", 0), options.get("tick_interval_ms", 1000)
+    if generator == "counter":
+        yield (tick,), 1
+    elif generator == "key value":
+        keys, batch = options.get("keys", 1000), options.get("batch_size", 1)
+        for i in range(batch):
+            n = (tick - 1) * batch + i
+            key, round_ = n % keys, n // keys
+            if round_:
+                yield (key, format(_hash(seed, key, round_ - 1), "016x"), round_ - 1), -1
+            yield (key, format(_hash(seed, key, round_), "016x"), round_), 1
+    elif generator == "auction":
+        now = _moment(start_ms, tick_ms, tick)
+        if tick == 1 and relation == "organizations":
+            for org in range(1, ORGANIZATIONS + 1):
+                yield (org, f"org{org}"), 1
+        elif tick == 1 and relation == "users":
+            for user in range(1, USERS + 1):
+                yield (user, user % ORGANIZATIONS + 1, f"user{user}"), 1
+        elif relation == "accounts":
+            if tick == 1:
+                for user in range(1, USERS + 1):
+                    yield (user, user % ORGANIZATIONS + 1, _balance(seed, user, -1)), 1
+            account, version = tick % USERS + 1, tick // USERS
+            org = account % ORGANIZATIONS + 1
+            yield (account, org, _balance(seed, account, version - 1)), -1
+            yield (account, org, _balance(seed, account, version)), 1
+        elif relation == "auctions":
+            item = ITEMS[_hash(seed, "item", tick) % len(ITEMS)]
+            yield (tick, _hash(seed, "seller", tick) % USERS + 1, item, now + dt.timedelta(seconds=10)), 1
+        elif relation == "bids":
+            for j in range(BIDS_PER_TICK):
+                bid = (tick - 1) * BIDS_PER_TICK + j + 1
+                yield (bid, _hash(seed, "buyer", bid) % USERS + 1, max(1, tick - j),
+                       _hash(seed, "amount", bid) % 100 + 1, now), 1
+    else:
+        raise ValueError(f"the {generator.upper()} load generator does not run yet")
+
+
+class TickRange(InputPartition):
+    def __init__(self, after: int, upto: int):
+        super().__init__((after, upto))
+        self.after, self.upto = after, upto
+
+
+class GeneratorSource(DataSource):
+    """Options: generator, relation, settings (JSON), start_ms, columns (JSON), start (exclusive offset)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "icesink_load_generator"
+
+    def schema(self):
+        return change_schema(json.loads(self.options["columns"]))
+
+    def streamReader(self, schema):
+        return GeneratorReader(self.options)
+
+
+class GeneratorReader(DataSourceStreamReader):
+    def __init__(self, options):
+        self.generator = options["generator"]
+        self.relation = options.get("relation", "")
+        self.settings = json.loads(options["settings"])
+        self.start_ms = int(options["start_ms"])
+        self.start_tick = int(options.get("start", "0")) >> TICK_BITS
+
+    def _offset(self, tick: int) -> dict:
+        return {"offset": (tick << TICK_BITS) | ((1 << TICK_BITS) - 1) if tick else 0}
+
+    def initialOffset(self) -> dict:
+        return self._offset(self.start_tick)
+
+    def latestOffset(self) -> dict:
+        tick_ms = self.settings.get("tick_interval_ms", 1000)
+        elapsed = int(time.time() * 1000) - self.start_ms
+        tick = max(0, elapsed // tick_ms + 1)
+        if "up_to" in self.settings:
+            tick = min(tick, self.settings["up_to"])
+        return self._offset(max(tick, self.start_tick))
+
+    def partitions(self, start: dict, end: dict):
+        after, upto = start["offset"] >> TICK_BITS, end["offset"] >> TICK_BITS
+        bounds = list(range(after, upto, TICKS_PER_PARTITION)) + [upto]
+        return [TickRange(a, b) for a, b in zip(bounds, bounds[1:])]
+
+    def read(self, partition: TickRange):
+        tick_ms = self.settings.get("tick_interval_ms", 1000)
+        for tick in range(partition.after + 1, partition.upto + 1):
+            ts = self.start_ms + tick * tick_ms
+            for sequence, (values, diff) in enumerate(tick_rows(self.generator, self.relation, self.settings,
+                                                                 self.start_ms, tick)):
+                yield (*values, (tick << TICK_BITS) | sequence, diff, ts)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to forget: the rows of any tick can be generated again."""
