@@ -44,7 +44,14 @@ class IcebergCatalogConnector(Connector):
                                   "use CATALOG TYPE 'local'")
         from pyiceberg.catalog.sql import SqlCatalog
 
+        from sqlalchemy.exc import OperationalError
+
         warehouse = self.local_warehouse()
         warehouse.mkdir(parents=True, exist_ok=True)
-        return SqlCatalog("icesink", uri=f"sqlite:///{self.data_dir / LOCAL_CATALOG_FILE}",
-                          warehouse=f"file://{warehouse.resolve()}")
+        for attempt in range(5):
+            try:
+                return SqlCatalog("icesink", uri=f"sqlite:///{self.data_dir / LOCAL_CATALOG_FILE}",
+                                  warehouse=f"file://{warehouse.resolve()}")
+            except OperationalError:  # another process created the catalog's tables at the same moment
+                if attempt == 4:
+                    raise

@@ -18,6 +18,7 @@ from .sink.runner import SinkFailed, SinkRunner
 log = logging.getLogger("icesink.scheduler")
 LOCK_FILE = "scheduler.lock"
 POLL_SECONDS = 0.5
+FENCING_CHECK_SECONDS = 5
 BACKOFF_SECONDS = (1, 2, 5, 10, 30, 60)
 
 
@@ -32,6 +33,7 @@ class _Slot:
     failures: int = 0
     retry_at: float = 0.0
     failed: bool = False
+    fencing_checked_at: float = 0.0
 
 
 class Scheduler:
@@ -91,6 +93,11 @@ class Scheduler:
             if slot.runner is not None and slot.definition != sink.definition:
                 slot.runner.stop()  # ALTER SINK: resume from the committed progress with the new settings
                 slot.runner = None
+            if slot.runner is not None and time.time() - slot.fencing_checked_at > FENCING_CHECK_SECONDS:
+                slot.fencing_checked_at = time.time()
+                if slot.runner.check_fenced():
+                    slot.runner, slot.failed = None, True
+                    continue
             if slot.runner is not None and slot.runner.query is not None and not slot.runner.query.isActive:
                 self._crashed(slot, sink)
             if slot.runner is None and time.time() >= slot.retry_at:

@@ -38,10 +38,12 @@ class Outcome:
     already_committed: bool
     files_added: int
     files_removed: int
+    frontier: dict  # what the table now holds of this sink's input: where the next batch starts
 
 
-# planner(table) -> (data files to remove, data files to add), planned against that table state
-FilePlanner = Callable[[object], tuple[list, list]]
+# planner(table, after) -> (data files to remove, data files to add), planned against that table state for
+# the batch's changes with offsets above `after`
+FilePlanner = Callable[[object, int], tuple[list, list]]
 
 
 class Committer:
@@ -66,19 +68,26 @@ class Committer:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             table = self.load_table()
             progress = latest_progress(table, self.sink_id)
+            after, frontier = _offset(lower), upper
             if progress is not None:
                 self._check_version(progress)
+                committed = _offset(progress.frontier)
                 if progress.version == self.version and progress.frontier == upper:
-                    return Outcome(progress.snapshot_id, True, 0, 0)  # an earlier attempt landed
-                if _offset(progress.frontier) > _offset(lower):
+                    return Outcome(progress.snapshot_id, True, 0, 0, upper)  # an earlier attempt landed
+                if committed > after and progress.version == self.version:
                     raise FrontierConflict(f"the table already holds this sink's changes up to "
                                            f"{progress.frontier}, past this batch's start {lower}")
+                if committed > after:
+                    # An older version of this sink got further. Skip what it wrote, and commit anyway:
+                    # this snapshot's newer version fences it.
+                    after = committed
+                    frontier = progress.frontier if committed >= _offset(upper) else upper
                 if progress.foreign_writes:
                     log.warning("sink %s: %d snapshots by other writers since its last commit", self.sink_id,
                                 len(progress.foreign_writes))
-            removed, added = plan_files(table)
-            properties = summary_properties(self.sink_id, self.version, upper,
-                                            {"lower": lower, "upper": upper, "rows": rows})
+            removed, added = plan_files(table, after) if after < _offset(upper) else ([], [])
+            properties = summary_properties(self.sink_id, self.version, frontier,
+                                            {"lower": {"offset": after}, "upper": frontier, "rows": rows})
             try:
                 snapshot_id = _commit_files(table, removed, added, properties)
             except CommitFailedException as exc:
@@ -86,7 +95,7 @@ class Committer:
                 continue
             self.commits += 1
             self._expire(snapshot_id)
-            return Outcome(snapshot_id, False, len(added), len(removed))
+            return Outcome(snapshot_id, False, len(added), len(removed), frontier)
         raise CommitConflict(f"{MAX_ATTEMPTS} commit attempts in a row lost to concurrent commits")
 
     def _expire(self, newest: int) -> None:

@@ -66,7 +66,7 @@ class SinkRunner:
         self.writer = (UpsertWriter(columns, self.definition["key"]) if self.definition["mode"] == "upsert"
                        else AppendWriter(columns))
         self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.sink.cluster or "default")
-        self.query = (stream.writeStream.queryName(f"icesink-{self.sink.id}")
+        self.query = (stream.writeStream.queryName(f"icesink-{self.sink.id}-v{self.committer.version}")
                       .foreachBatch(self._batch)
                       .trigger(processingTime=f"{self.definition['commit_interval_ms']} milliseconds")
                       .start())
@@ -96,6 +96,16 @@ class SinkRunner:
         if self.query is not None and self.query.isActive:
             self.query.stop()
 
+    def check_fenced(self) -> bool:
+        """An idle zombie commits nothing and so would never learn it was fenced: ask the table."""
+        try:
+            self.committer.resume_point()
+        except Fenced as exc:
+            self._fail(exc)
+            self.stop(wait_seconds=0)
+            return True
+        return False
+
     def _fail(self, exc: Exception) -> None:
         self.failed = exc
         self._status("failed", str(exc))
@@ -122,8 +132,8 @@ class SinkRunner:
             upper, newest_ts = {"offset": int(staged.upper_offset)}, staged.newest_ts
             started = time.time()
             outcome = self.committer.commit(self.frontier, upper, staged.rows,
-                                            lambda table: self.writer.plan(staged, table))
-            self.frontier = upper
+                                            lambda table, after: self.writer.plan(staged, table, after))
+            self.frontier = outcome.frontier
             log.info("sink %s: committed %d changes up to %s in %.2fs (%d files added, %d removed)", self.sink.name,
                      staged.rows, upper, time.time() - started, outcome.files_added, outcome.files_removed)
             if not outcome.already_committed:

@@ -22,6 +22,9 @@ TABLE_PROPERTIES = {
     "commit.manifest-merge.enabled": "true",
     "commit.manifest.min-count-to-merge": "20",
 }
+# pyiceberg rebases and replays a commit that lost a race unless told not to; a replay could write a batch
+# on top of progress it never checked (commit-protocol.md, step 5), so the committer retries itself.
+NO_LIBRARY_RETRIES = {"commit.retry.num-retries": "0"}
 
 
 class IncompatibleTable(Exception):
@@ -81,7 +84,7 @@ def ensure_table(catalog, definition: dict):
         try:
             return catalog.create_table((*namespace.split("."), name), schema=wanted,
                                         partition_spec=partition_spec(definition, wanted),
-                                        properties=TABLE_PROPERTIES)
+                                        properties={**TABLE_PROPERTIES, **NO_LIBRARY_RETRIES})
         except TableAlreadyExistsError:  # created concurrently: check it like any existing table
             table = catalog.load_table((*namespace.split("."), name))
     have, want = _describe(table.schema()), _describe(wanted)
@@ -92,5 +95,8 @@ def ensure_table(catalog, definition: dict):
         parts = ([f"missing columns: {', '.join(missing)}"] if missing else []) + different + (
             [f"required columns the sink does not write: {', '.join(extra)}"] if extra else [])
         raise IncompatibleTable(f"the Iceberg table {namespace}.{name} does not fit the sink: {'; '.join(parts)}")
+    if any(table.properties.get(k) != v for k, v in NO_LIBRARY_RETRIES.items()):
+        with table.transaction() as tx:
+            tx.set_properties(NO_LIBRARY_RETRIES)
     return table
 

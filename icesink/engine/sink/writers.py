@@ -91,10 +91,10 @@ class AppendWriter:
 
     def stage(self, changes: DataFrame) -> Staged:
         return _stage(changes, changes.select(*self.columns, F.col(DIFF).alias("_mz_diff"),
-                                              F.col(TS).alias("_mz_timestamp")))
+                                              F.col(TS).alias("_mz_timestamp"), OFFSET))
 
-    def plan(self, staged: Staged, table) -> tuple[list, list]:
-        return [], write_data_files(staged.frame, table)
+    def plan(self, staged: Staged, table, after: int) -> tuple[list, list]:
+        return [], write_data_files(staged.frame.filter(F.col(OFFSET) > after).drop(OFFSET), table)
 
 
 class UpsertWriter:
@@ -105,26 +105,27 @@ class UpsertWriter:
     def stage(self, changes: DataFrame) -> Staged:
         latest_first = Window.partitionBy(*self.key).orderBy(F.col(OFFSET).desc())
         net = (changes.withColumn("_rank", F.row_number().over(latest_first)).filter("_rank = 1")
-               .select(*self.columns, DIFF))
+               .select(*self.columns, DIFF, OFFSET))
         return _stage(changes, net)
 
-    def _key_filter(self, staged: Staged):
+    def _key_filter(self, changed: DataFrame):
         from pyiceberg.expressions import And, GreaterThanOrEqual, In, LessThanOrEqual
 
         first = self.key[0]
         if len(self.key) == 1:
-            keys = staged.frame.select(first).limit(MAX_KEYS_FOR_EXACT_PRUNING + 1).collect()
+            keys = changed.select(first).limit(MAX_KEYS_FOR_EXACT_PRUNING + 1).collect()
             if len(keys) <= MAX_KEYS_FOR_EXACT_PRUNING:
                 return In(first, {row[0] for row in keys if row[0] is not None}) if keys else None
-        low, high = staged.frame.agg(F.min(first), F.max(first)).first()
+        low, high = changed.agg(F.min(first), F.max(first)).first()
         if low is None:
             return None
         return And(GreaterThanOrEqual(first, low), LessThanOrEqual(first, high))
 
-    def plan(self, staged: Staged, table) -> tuple[list, list]:
+    def plan(self, staged: Staged, table, after: int) -> tuple[list, list]:
         spark = staged.frame.sparkSession
-        upserts = staged.frame.filter(F.col(DIFF) > 0).select(*self.columns)
-        key_filter = self._key_filter(staged)
+        changed = staged.frame.filter(F.col(OFFSET) > after)  # the latest change per key, if not committed yet
+        upserts = changed.filter(F.col(DIFF) > 0).select(*self.columns)
+        key_filter = self._key_filter(changed)
         tasks = list(table.scan(row_filter=key_filter).plan_files()) if key_filter is not None and \
             table.current_snapshot() is not None else []
         if not tasks:
@@ -135,7 +136,7 @@ class UpsertWriter:
         task_frame = spark.createDataFrame([(pickle.dumps(t),) for t in tasks], "task binary")
         existing = task_frame.repartition(min(len(tasks), spark.sparkContext.defaultParallelism * 2)) \
             .mapInArrow(read, schema)
-        survivors = existing.join(staged.frame.select(*self.key), on=self.key, how="left_anti")
+        survivors = existing.join(changed.select(*self.key), on=self.key, how="left_anti")
         rewritten = survivors.unionByName(upserts)
         # ranges of keys per file keep the next batch's pruning tight
         rewritten = rewritten.repartitionByRange(spark.sparkContext.defaultParallelism, *self.key) \

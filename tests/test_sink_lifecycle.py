@@ -1,0 +1,112 @@
+"""Sink lifecycle: live ALTER, DROP, stalls that heal, fencing of a zombie, incompatible tables."""
+import dataclasses
+import os
+import time
+
+import pytest
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+
+from icesink.catalog_connections import connector_for
+from icesink.engine.scheduler import Scheduler
+from icesink.engine.sink.runner import SinkRunner
+from tests.conftest import rows
+from tests.readers import duckdb_rows
+from tests.test_sink_runtime import caught_up, committed_offset, iceberg_table, spark, wait_for  # noqa: F401
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture
+def scheduler(session, spark):  # noqa: F811
+    running = Scheduler(session.data_dir, session.executor.secret_value, lambda: spark)
+    running.start()
+    yield running
+    running.stop()
+
+
+def statuses(session, sink):
+    return rows(session, "SELECT h.status, h.error FROM mz_internal.mz_sink_status_history h JOIN mz_sinks s "
+                         f"ON s.id = h.sink_id WHERE s.name = '{sink}' ORDER BY h.occurred_at")
+
+
+ORDERS = """
+CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+CREATE TABLE orders (id bigint NOT NULL, name text, PRIMARY KEY (id));
+CREATE SINK orders_lake FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'orders')
+  KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+"""
+
+
+def test_alter_commit_interval_live_and_drop(session, scheduler):
+    session.execute("""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE SOURCE counter FROM LOAD GENERATOR COUNTER (TICK INTERVAL '100ms', UP TO 80);
+        CREATE SINK counter_log FROM counter INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'gen', TABLE 'counter')
+          MODE APPEND WITH (COMMIT INTERVAL '1s');""")
+    wait_for(lambda: committed_offset(session, "counter_log") > 0, what="a first commit")
+    session.execute("ALTER SINK counter_log SET (COMMIT INTERVAL = '2s')")
+    wait_for(lambda: committed_offset(session, "counter_log") >> 20 == 80, what="every tick")
+    counters = duckdb_rows(iceberg_table(session, "counter_log").metadata_location, "counter", "1")
+    assert counters == [(n,) for n in range(1, 81)]
+    assert [s for s, _ in statuses(session, "counter_log")].count("starting") == 2  # restarted with the new interval
+    table = iceberg_table(session, "counter_log")
+    session.execute("DROP SINK counter_log")
+    wait_for(lambda: not scheduler.slots, what="the sink to stop")
+    table.refresh()  # the table stays, with what the sink wrote
+    assert duckdb_rows(table.metadata_location, "count(*)", "1") == [(80,)]
+    assert rows(session, "SELECT status FROM mz_internal.mz_sink_status_history ORDER BY occurred_at DESC LIMIT 1") \
+        == [("dropped",)]
+
+
+def test_unwritable_warehouse_stalls_then_recovers(session, scheduler):
+    session.execute(ORDERS + "INSERT INTO orders VALUES (1, 'a'), (2, 'b')")
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the first rows")
+    data = os.path.join(iceberg_table(session, "orders_lake").location().removeprefix("file://"), "data")
+    os.rename(data, data + ".aside")
+    with open(data, "w"):
+        pass  # a file where the data directory was: every write fails, even as root
+    session.execute("INSERT INTO orders VALUES (3, 'c'); UPDATE orders SET name = 'A' WHERE id = 1")
+    stalled = wait_for(lambda: [e for s, e in statuses(session, "orders_lake") if s == "stalled"], what="stalled")
+    assert stalled[0]
+    os.remove(data)
+    os.rename(data + ".aside", data)
+    wait_for(caught_up(session, "orders_lake", "orders"), what="recovery")
+    assert statuses(session, "orders_lake")[-1] == ("running", None)
+    got = duckdb_rows(iceberg_table(session, "orders_lake").metadata_location, "id, name", "1")
+    assert got == [(1, "A"), (2, "b"), (3, "c")]
+
+
+def test_a_zombie_is_fenced_and_the_table_stays_intact(session, scheduler, spark):  # noqa: F811
+    session.execute(ORDERS + "INSERT INTO orders VALUES (1, 'a')")
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
+    sink = session.catalog.get("orders_lake")
+    newer = SinkRunner(session.catalog, dataclasses.replace(sink, definition={**sink.definition, "sink_version": 2}),
+                       spark, session.executor.secret_value)
+    newer.start()
+    try:
+        for i in range(2, 6):
+            session.execute(f"INSERT INTO orders VALUES ({i}, 'n{i}')")
+            time.sleep(0.5)
+        wait_for(lambda: any(s == "failed" for s, _ in statuses(session, "orders_lake")), what="the zombie to fail")
+        wait_for(caught_up(session, "orders_lake", "orders"), what="the newer engine to catch up")
+    finally:
+        newer.stop()
+    errors = [e for s, e in statuses(session, "orders_lake") if s == "failed"]
+    assert errors == ["fenced by newer sink version 2 (this process runs version 1); another engine writes this sink"]
+    got = duckdb_rows(iceberg_table(session, "orders_lake").metadata_location, "id, name", "1")
+    assert got == [(1, "a")] + [(i, f"n{i}") for i in range(2, 6)]
+
+
+def test_an_incompatible_table_fails_the_sink_with_the_difference(session, scheduler):
+    session.execute("CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local')")
+    catalog = connector_for(session.catalog.get("lake"), None, session.data_dir).load_catalog()
+    catalog.create_namespace("shop")
+    catalog.create_table(("shop", "orders"), Schema(NestedField(1, "id", StringType(), required=False),
+                                                    NestedField(2, "extra", LongType(), required=True)))
+    session.execute("CREATE TABLE orders (id bigint NOT NULL, name text, PRIMARY KEY (id));"
+                    "CREATE SINK orders_lake FROM orders INTO ICEBERG CATALOG CONNECTION lake "
+                    "(NAMESPACE 'shop', TABLE 'orders') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')")
+    failed = wait_for(lambda: [e for s, e in statuses(session, "orders_lake") if s == "failed"], what="failed")
+    assert failed == ["the Iceberg table shop.orders does not fit the sink: missing columns: name string; "
+                      "id is string, the sink writes long; required columns the sink does not write: extra"]
