@@ -1,30 +1,40 @@
--- icesink quickstart: an engine table synced to a local Iceberg table.
--- Run it with `make demo` (a fresh data directory in .demo/), or: icesink --data-dir DIR -f examples/quickstart.sql
+-- icesink quickstart: a load generator and an engine table, each synced to a local Iceberg table.
+-- `make demo` runs it on a fresh data directory (.demo/); by hand: icesink --data-dir DIR -f examples/quickstart.sql
 
 -- The embedded default catalog: a SQLite-backed Iceberg catalog and a warehouse under the data directory.
 CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE = 'local');
 
-CREATE TABLE orders (
-    id bigint NOT NULL,
-    customer text,
-    amount numeric(12, 2),
-    placed_at timestamp with time zone,
-    PRIMARY KEY (id)
-);
+-- Materialize's auction generator: a new auction and three bids every 200 ms, account balances updated.
+CREATE SOURCE auction FROM LOAD GENERATOR AUCTION (TICK INTERVAL = '200ms') FOR ALL TABLES;
+
+CREATE SINK bids_lake FROM bids
+  INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE = 'auction', TABLE = 'bids')
+  KEY (id) PARTITION BY (day(bid_time)) MODE UPSERT
+  WITH (COMMIT INTERVAL = '2s');
+
+-- An engine table: INSERT, UPDATE and DELETE flow into Iceberg as upserts.
+CREATE TABLE orders (id bigint NOT NULL, customer text, amount numeric(12, 2), PRIMARY KEY (id));
+INSERT INTO orders VALUES (1, 'ada', 12.50), (2, 'grace', 7.25), (3, 'edsger', 99.00);
+UPDATE orders SET amount = amount * 2 WHERE customer = 'ada';
+DELETE FROM orders WHERE id = 3;
 
 CREATE SINK orders_lake FROM orders
   INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE = 'shop', TABLE = 'orders')
-  KEY (id)
-  PARTITION BY (day(placed_at))
-  MODE UPSERT
-  WITH (COMMIT INTERVAL = '5s');
+  KEY (id) MODE UPSERT
+  WITH (COMMIT INTERVAL = '2s');
 
 SHOW SINKS;
 
-SELECT s.name, st.status, st.error
-FROM mz_sinks s JOIN mz_internal.mz_sink_statuses st ON s.id = st.id;
+-- The sinks start on Spark (a few seconds), create their tables, and commit every two seconds.
+SELECT s.name, st.status, st.error FROM mz_sinks s JOIN mz_internal.mz_sink_statuses st ON s.id = st.id
+ORDER BY s.name;
+\watch 3 5
 
-SELECT id, namespace, "table" FROM mz_catalog.mz_iceberg_sinks
-WHERE id = (SELECT id FROM mz_sinks WHERE name = 'orders_lake');
+-- The Iceberg table filling, read back through Spark:
+SELECT count(*) AS bids_in_iceberg, max(id) AS newest_bid FROM ICEBERG lake.auction.bids;
+\watch 3 4
 
-SHOW CREATE SINK orders_lake;
+SELECT * FROM ICEBERG lake.shop.orders ORDER BY id;
+
+SELECT s.name, st.messages_committed, st.snapshots_committed, st.lag_ms
+FROM mz_sinks s JOIN mz_internal.mz_sink_statistics st ON s.id = st.id ORDER BY s.name;

@@ -164,3 +164,17 @@ def test_load_generators_resume_exactly_after_a_restart(session, spark):
             if diff > 0:
                 balances[account] = balance
     assert accounts == sorted(balances.items())
+
+
+def test_select_from_iceberg_reads_back_what_a_sink_wrote(runtime):
+    runtime.execute(SETUP + "INSERT INTO orders VALUES (1, 'a', 1.50), (2, 'b', 2.25), (3, 'c', 3);"
+                    "CREATE SINK orders_lake FROM orders INTO ICEBERG CATALOG CONNECTION lake "
+                    "(NAMESPACE 'shop', TABLE 'orders') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')")
+    wait_for(caught_up(runtime, "orders_lake", "orders"), what="the first commit")
+    result = runtime.execute("SELECT o.id, name, amount FROM ICEBERG lake.shop.orders o WHERE amount > 2 "
+                             "ORDER BY id")[0]
+    assert result.columns == ["id", "name", "amount"]
+    assert result.rows == [(2, "b", Decimal("2.25")), (3, "c", Decimal("3.00"))]
+    assert runtime.execute("SELECT count(*) AS n FROM ICEBERG lake.shop.orders")[0].rows == [(3,)]
+    missing = pytest.raises(icesink.PlanError, runtime.execute, "SELECT * FROM ICEBERG lake.shop.nothing")
+    assert missing.value.message == "Iceberg table shop.nothing does not exist in catalog 'lake'"

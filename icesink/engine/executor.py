@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
+
+from pyiceberg.exceptions import NoSuchTableError
 from typing import Callable
 
 from ..catalog.store import Catalog, CatalogObject, now
 from ..catalog_connections import connector_for
 from ..errors import CatalogError, NotSupportedYet, PlanError
 from .planner.binder import KIND_WORDS
-from .planner.plans import (CreatePlan, DropPlan, NoticePlan, QueryPlan, SetSecretPlan, SetVariablePlan,
-                            UpdatePlan, ValidatePlan, WritePlan)
+from .planner.plans import (CreatePlan, DropPlan, IcebergQueryPlan, NoticePlan, QueryPlan, SetSecretPlan,
+                            SetVariablePlan, UpdatePlan, ValidatePlan, WritePlan)
 from .tables import TableStore
 
 
@@ -27,6 +29,7 @@ class Executor:
         self.catalog = catalog
         self.secrets = secrets
         self.tables = tables
+        self.spark_factory = None  # set by a process that configured Spark; else the default session
         self.session_settings = session_settings
 
     def secret_value(self, secret_id: str) -> str:
@@ -126,6 +129,29 @@ class Executor:
 
     def _NoticePlan(self, plan: NoticePlan) -> Result:
         return Result(plan.status, notices=[plan.notice])
+
+    def _IcebergQueryPlan(self, plan: IcebergQueryPlan) -> Result:
+        from .sink.writers import scan_frame, table_schema
+        from .spark import get_spark
+
+        spark = self.spark_factory() if self.spark_factory else get_spark()
+        for view, (connection, namespace, name) in plan.views.items():
+            connector = connector_for(connection, self.secret_value, self.catalog.data_dir)
+            try:
+                table = connector.load_catalog().load_table((*namespace, name))
+            except NoSuchTableError:
+                raise PlanError(f"Iceberg table {'.'.join(namespace)}.{name} does not exist in catalog "
+                                f"'{connection.name}'") from None
+            tasks = list(table.scan().plan_files())
+            schema = table_schema(table)
+            frame = scan_frame(spark, table, tasks, schema) if tasks else spark.createDataFrame([], schema)
+            frame.createOrReplaceTempView(view)
+        try:
+            result = spark.sql(plan.sql)
+            rows = [tuple(row) for row in result.collect()]
+        except Exception as exc:  # Spark's analysis errors carry the user's mistake
+            raise PlanError(str(exc).splitlines()[0]) from None
+        return Result(f"SELECT {len(rows)}", list(result.columns), rows)
 
     def _WritePlan(self, plan: WritePlan) -> Result:
         count = self.tables.write(plan.sql, f"{plan.verb} into table '{plan.table.name}'")

@@ -59,6 +59,14 @@ class QueryPlan:
 
 
 @dataclass
+class IcebergQueryPlan:
+    """A query over Iceberg tables, run by Spark: each table is a temporary view named in `views`."""
+
+    sql: str  # Spark SQL with every `ICEBERG conn.ns.table` replaced by its view
+    views: dict[str, tuple[CatalogObject, tuple[str, ...], str]]  # view -> (connection, namespace, table)
+
+
+@dataclass
 class WritePlan:
     table: CatalogObject
     sql: str  # SQLite over the table's storage

@@ -9,7 +9,8 @@ from ...errors import NotSupportedYet, PlanError
 from ...grammar import ast
 from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
 from ..tables import storage_name
-from .plans import QueryPlan, WritePlan
+from ...grammar.lexical import lex
+from .plans import IcebergQueryPlan, QueryPlan, WritePlan
 from .query import table_refs
 
 _SYSTEM_SCHEMAS = ("mz_catalog", "mz_internal")
@@ -32,9 +33,6 @@ _CREATE_VIEW = {"sink": "mz_sinks", "connection": "mz_connections", "source": "m
 def _engine_table(binder: Binder, ref: ast.TableRef) -> str | None:
     """The storage of an engine table that `ref` names; None for a system view. Raises for anything else."""
     name, qualifier = ref.name.name, ref.name.qualifier
-    if ref.iceberg:
-        raise NotSupportedYet(f"reading the Iceberg table {ref.name} is not supported yet: {_RUNTIME}",
-                              ref.name.pos)
     if qualifier and qualifier[0] in _SYSTEM_SCHEMAS:
         if name in VIEWS and len(qualifier) == 1 and SCHEMA_OF_VIEW[name] == qualifier[0]:
             return None
@@ -72,8 +70,30 @@ def to_sqlite(text: str, storage: dict[str, str] | None = None) -> str:
     return tree.sql(dialect="sqlite")
 
 
-def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan:
-    storage = {ref.name.name: _engine_table(binder, ref) for ref in table_refs(stmt.query)}
+def _plan_iceberg_query(binder: Binder, refs: list[ast.TableRef], text: str) -> IcebergQueryPlan:
+    views, edits = {}, []
+    for index, ref in enumerate(refs):
+        if not ref.iceberg:
+            raise NotSupportedYet("a query that joins ICEBERG tables with other relations is not supported yet",
+                                  ref.name.pos)
+        if len(ref.name.parts) < 3:
+            raise PlanError(f"name the Iceberg table as connection.namespace.table, not {ref.name}", ref.name.pos)
+        connection = binder.connection(ast.ObjectName(ref.name.parts[:1]), "iceberg-catalog")
+        keyword = [x for x in lex(text[:ref.name.pos]) if x.kind == "word"][-1]
+        view = f"iceberg_{index}"
+        views[view] = (connection, tuple(p.value for p in ref.name.parts[1:-1]), ref.name.name)
+        alias = "" if ref.alias else f" AS {ref.name.name}"
+        edits.append((keyword.start, ref.name.end, view + alias))
+    for start, end, replacement in sorted(edits, reverse=True):
+        text = text[:start] + replacement + text[end:]
+    return IcebergQueryPlan(text, views)
+
+
+def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | IcebergQueryPlan:
+    refs = table_refs(stmt.query)
+    if any(ref.iceberg for ref in refs):
+        return _plan_iceberg_query(binder, refs, text)
+    storage = {ref.name.name: _engine_table(binder, ref) for ref in refs}
     tables = {name: s for name, s in storage.items() if s}
     if tables and len(tables) != len(storage):
         raise NotSupportedYet("a query that joins engine tables with system views is not supported yet")

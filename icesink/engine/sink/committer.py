@@ -13,6 +13,7 @@ from typing import Callable, Optional
 
 from pyiceberg.exceptions import CommitFailedException
 
+from ..faults import crash_point
 from .progress import Progress, latest_progress, summary_properties
 
 log = logging.getLogger("icesink.sink")
@@ -86,6 +87,7 @@ class Committer:
                     log.warning("sink %s: %d snapshots by other writers since its last commit", self.sink_id,
                                 len(progress.foreign_writes))
             removed, added = plan_files(table, after) if after < _offset(upper) else ([], [])
+            crash_point("files-written")
             properties = summary_properties(self.sink_id, self.version, frontier,
                                             {"lower": {"offset": after}, "upper": frontier, "rows": rows})
             try:

@@ -11,6 +11,7 @@ from pathlib import Path
 from ...catalog.store import Catalog, CatalogObject, now
 from ...catalog_connections import connector_for
 from ...errors import NotSupportedYet
+from ..faults import crash_point
 from ..sources.engine_table import EngineTableSource
 from ..sources.generators import GeneratorSource
 from .committer import Committer, Fenced, FrontierConflict
@@ -133,6 +134,7 @@ class SinkRunner:
             started = time.time()
             outcome = self.committer.commit(self.frontier, upper, staged.rows,
                                             lambda table, after: self.writer.plan(staged, table, after))
+            crash_point("committed")  # before the source is acknowledged
             self.frontier = outcome.frontier
             log.info("sink %s: committed %d changes up to %s in %.2fs (%d files added, %d removed)", self.sink.name,
                      staged.rows, upper, time.time() - started, outcome.files_added, outcome.files_removed)

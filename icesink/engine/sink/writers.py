@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
 
 from ..sources.engine_table import DIFF, OFFSET, TS
 
@@ -65,6 +66,20 @@ def _read_files(metadata_json: str, io_properties: dict, location: str, arrow_sc
             for rows in scan.to_record_batches(tasks):
                 yield rows.select(arrow_schema.names).cast(arrow_schema)
     return read
+
+
+def scan_frame(spark, table, tasks: list, schema) -> DataFrame:
+    """The live rows of `tasks` (FileScanTasks of `table`) as a DataFrame read on the executors."""
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")  # the session's time zone (spark.py)
+    read = _read_files(table.metadata.model_dump_json(), *_io_of(table), arrow_schema)
+    task_frame = spark.createDataFrame([(pickle.dumps(t),) for t in tasks], "task binary")
+    return task_frame.repartition(max(1, min(len(tasks), spark.sparkContext.defaultParallelism * 2))) \
+        .mapInArrow(read, schema)
+
+
+def table_schema(table) -> StructType:
+    """The Spark schema of an Iceberg table's rows."""
+    return from_arrow_schema(table.schema().as_arrow())
 
 
 def write_data_files(frame: DataFrame, table) -> list:
@@ -130,12 +145,7 @@ class UpsertWriter:
             table.current_snapshot() is not None else []
         if not tasks:
             return [], write_data_files(upserts, table)
-        schema = upserts.schema
-        arrow_schema = to_arrow_schema(schema, timezone="UTC")  # the session's time zone (spark.py)
-        read = _read_files(table.metadata.model_dump_json(), *_io_of(table), arrow_schema)
-        task_frame = spark.createDataFrame([(pickle.dumps(t),) for t in tasks], "task binary")
-        existing = task_frame.repartition(min(len(tasks), spark.sparkContext.defaultParallelism * 2)) \
-            .mapInArrow(read, schema)
+        existing = scan_frame(spark, table, tasks, upserts.schema)
         survivors = existing.join(changed.select(*self.key), on=self.key, how="left_anti")
         rewritten = survivors.unionByName(upserts)
         # ranges of keys per file keep the next batch's pruning tight

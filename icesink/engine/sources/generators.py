@@ -123,7 +123,7 @@ class GeneratorReader(DataSourceStreamReader):
     def read(self, partition: TickRange):
         tick_ms = self.settings.get("tick_interval_ms", 1000)
         for tick in range(partition.after + 1, partition.upto + 1):
-            ts = self.start_ms + tick * tick_ms
+            ts = self.start_ms + (tick - 1) * tick_ms  # when the tick became readable
             for sequence, (values, diff) in enumerate(tick_rows(self.generator, self.relation, self.settings,
                                                                  self.start_ms, tick)):
                 yield (*values, (tick << TICK_BITS) | sequence, diff, ts)

@@ -1,0 +1,65 @@
+"""Commit latency against commit count: 1,000 small commits through the sink's committer into one table.
+
+    .venv/bin/python bench/commits.py [--commits 1000] [--rows 100]
+
+Without Spark: it isolates what ages as a table gathers snapshots (metadata size, manifests, expiry).
+The target: latency after 1,000 commits within 2x of the first.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pyiceberg.catalog.sql import SqlCatalog  # noqa: E402
+from pyiceberg.io.pyarrow import _dataframe_to_data_files  # noqa: E402
+
+from icesink.engine.sink.committer import Committer  # noqa: E402
+from icesink.engine.sink.table import ensure_table  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--commits", type=int, default=1000)
+    parser.add_argument("--rows", type=int, default=100)
+    args = parser.parse_args()
+    directory = Path(tempfile.mkdtemp(prefix="icesink-commits-"))
+    catalog = SqlCatalog("bench", uri=f"sqlite:///{directory}/catalog.db", warehouse=f"file://{directory}")
+    definition = {"namespace": "bench", "table": "t", "mode": "append", "key": [], "partition_by": [],
+                  "columns": [{"name": "id", "type": "bigint"}, {"name": "v", "type": "text"}]}
+    ensure_table(catalog, definition)
+    committer = Committer(lambda: catalog.load_table(("bench", "t")), "u1", 1)
+
+    def plan(table, after):
+        rows = pa.table({"id": pa.array(range(after, after + args.rows), pa.int64()),
+                         "v": pa.array(["x"] * args.rows), "_mz_diff": pa.array([1] * args.rows, pa.int32()),
+                         "_mz_timestamp": pa.array([0] * args.rows, pa.int64())})
+        rows = rows.cast(table.schema().as_arrow())
+        return [], list(_dataframe_to_data_files(table.metadata, rows, table.io, write_uuid=uuid.uuid4()))
+
+    latencies = []
+    for n in range(args.commits):
+        started = time.perf_counter()
+        committer.commit({"offset": n * args.rows}, {"offset": (n + 1) * args.rows}, args.rows, plan)
+        latencies.append(time.perf_counter() - started)
+    table = catalog.load_table(("bench", "t"))
+    first, last = statistics.median(latencies[:20]), statistics.median(latencies[-20:])
+    print(f"{args.commits} commits of {args.rows} rows: first 20 median {first * 1000:.0f} ms, "
+          f"last 20 median {last * 1000:.0f} ms ({last / first:.2f}x); "
+          f"snapshots kept {len(table.metadata.snapshots)}, metadata log {len(table.metadata.metadata_log)}")
+    for mark in (1, 100, 250, 500, 750, args.commits):
+        window = latencies[max(0, mark - 20):mark]
+        print(f"  commits {max(1, mark - 19)}-{mark}: median {statistics.median(window) * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

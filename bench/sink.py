@@ -1,0 +1,130 @@
+"""Sink throughput and freshness: LOAD GENERATOR KEY VALUE upserting into an Iceberg table of --keys rows.
+
+    .venv/bin/python bench/sink.py --keys 1000000 --batch 200000 --interval 5s --seconds 120
+
+Prints upserts committed per second in steady state, p50/p95 freshness (a change made -> the snapshot holding
+it committed, i.e. visible to readers), and commit latency against commit count. A figure, not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("ICESINK_SECRET_STORE", "file")
+
+import icesink  # noqa: E402
+from icesink.catalog_connections import connector_for  # noqa: E402
+from icesink.engine.scheduler import Scheduler  # noqa: E402
+from icesink.engine.sources.generators import TICK_BITS  # noqa: E402
+from icesink.engine.spark import get_spark  # noqa: E402
+
+COMMIT_LINE = re.compile(r"committed (\d+) changes up to .* in ([\d.]+)s")
+
+
+class Commits(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.seen: list[tuple[float, int, float]] = []  # (when, changes, seconds)
+
+    def emit(self, record):
+        match = COMMIT_LINE.search(record.getMessage())
+        if match:
+            self.seen.append((time.time(), int(match.group(1)), float(match.group(2))))
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--keys", type=int, default=1_000_000)
+    parser.add_argument("--batch", type=int, default=200_000, help="upserts per generator tick")
+    parser.add_argument("--tick", default="1s")
+    parser.add_argument("--interval", default="5s", help="COMMIT INTERVAL")
+    parser.add_argument("--seconds", type=int, default=120, help="steady-state measuring time")
+    parser.add_argument("--master", default="local[*]")
+    args = parser.parse_args()
+
+    logging.basicConfig(level=logging.WARNING)
+    commits = Commits()
+    sink_log = logging.getLogger("icesink.sink")
+    sink_log.setLevel(logging.INFO)
+    sink_log.addHandler(commits)
+
+    data_dir = Path(tempfile.mkdtemp(prefix="icesink-bench-"))
+    session = icesink.connect(data_dir)
+    spark = get_spark(args.master)
+    session.execute(f"""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE SOURCE kv FROM LOAD GENERATOR KEY VALUE (KEYS {args.keys}, BATCH SIZE {args.batch},
+            TICK INTERVAL '{args.tick}');
+        CREATE SINK kv_lake FROM kv INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'bench', TABLE 'kv')
+            KEY (key) MODE UPSERT WITH (COMMIT INTERVAL '{args.interval}');""")
+    scheduler = Scheduler(data_dir, session.executor.secret_value, lambda: spark)
+    started = time.time()
+    scheduler.start()
+    source = session.catalog.get("kv")
+    tick_ms = source.definition["options"].get("tick_interval_ms", 1000)
+    start_ms = int(datetime.fromisoformat(source.created_at).timestamp() * 1000)
+    catalog = connector_for(session.catalog.get("lake"), None, data_dir).load_catalog()
+
+    def committed_rows():
+        try:
+            snapshot = catalog.load_table(("bench", "kv")).current_snapshot()
+        except Exception:
+            return 0
+        return int(snapshot.summary["total-records"]) if snapshot else 0
+
+    print(f"loading {args.keys:,} keys ({args.batch:,} upserts per {args.tick} tick, commit interval "
+          f"{args.interval}) ...", flush=True)
+    while committed_rows() < args.keys:
+        time.sleep(1)
+    loaded_at = time.time()
+    print(f"table holds {args.keys:,} rows after {loaded_at - started:.0f}s", flush=True)
+    first_steady = len(commits.seen)
+    time.sleep(args.seconds)
+    scheduler.stop()
+
+    table = catalog.load_table(("bench", "kv"))
+    steady = [c for c in commits.seen[first_steady:]]
+    if len(steady) < 2:
+        print("too few commits in the measuring window; give it more --seconds")
+        return
+    changes = sum(n for _, n, _ in steady[1:])
+    elapsed = steady[-1][0] - steady[0][0]
+    print(f"steady state: {len(steady)} commits, {changes / elapsed:,.0f} upserted rows/s committed "
+          f"(changes per commit: median {statistics.median(n for _, n, _ in steady):,.0f})")
+    latencies = [s for _, _, s in commits.seen]
+    print(f"commit latency (plan + write + commit): first {latencies[0]:.2f}s, median {statistics.median(latencies):.2f}s,"
+          f" last {latencies[-1]:.2f}s, p95 {percentile(latencies, 0.95):.2f}s over {len(latencies)} commits")
+
+    freshness = []
+    for snapshot in table.metadata.snapshots:
+        batch = snapshot.summary.additional_properties.get("icesink.batch") if snapshot.summary else None
+        if not batch or snapshot.timestamp_ms < loaded_at * 1000:
+            continue
+        batch = json.loads(batch)
+        first_tick = (batch["lower"]["offset"] >> TICK_BITS) + 1
+        last_tick = batch["upper"]["offset"] >> TICK_BITS
+        for tick in range(first_tick, last_tick + 1):
+            freshness.append((snapshot.timestamp_ms - (start_ms + (tick - 1) * tick_ms)) / 1000)
+    if freshness:
+        print(f"freshness (change made -> visible): p50 {percentile(freshness, 0.5):.1f}s, "
+              f"p95 {percentile(freshness, 0.95):.1f}s over {len(freshness)} ticks")
+
+
+if __name__ == "__main__":
+    main()
