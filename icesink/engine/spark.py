@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from pathlib import Path
 
 _lock = threading.Lock()
 _session = None
@@ -30,10 +31,14 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
             # Workers must run this interpreter, or they miss the packages icesink needs.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            log4j = Path(__file__).with_name("log4j2.properties")
+            java_options = f"-Dlog4j2.configurationFile=file:{log4j}"
             from pyspark.sql import SparkSession
 
             builder = SparkSession.builder.appName("icesink").master(master or "local[*]")
-            for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
+            defaults = {**DEFAULT_CONF, "spark.driver.extraJavaOptions": java_options}
+            for key, value in {**defaults, **(conf or {})}.items():
                 builder = builder.config(key, value)
             _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel("ERROR")
