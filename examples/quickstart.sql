@@ -28,13 +28,16 @@ SHOW SINKS;
 -- The sinks start on Spark (a few seconds), create their tables, and commit every two seconds.
 SELECT s.name, st.status, st.error FROM mz_sinks s JOIN mz_internal.mz_sink_statuses st ON s.id = st.id
 ORDER BY s.name;
-\watch 3 5
+\watch 3 8
 
 -- The Iceberg table filling, read back through Spark:
 SELECT count(*) AS bids_in_iceberg, max(id) AS newest_bid FROM ICEBERG lake.auction.bids;
 \watch 3 4
 
 SELECT * FROM ICEBERG lake.shop.orders ORDER BY id;
+
+SELECT s.name, st.status, st.error FROM mz_sinks s JOIN mz_internal.mz_sink_statuses st ON s.id = st.id
+ORDER BY s.name;
 
 SELECT s.name, st.messages_committed, st.snapshots_committed, st.lag_ms
 FROM mz_sinks s JOIN mz_internal.mz_sink_statistics st ON s.id = st.id ORDER BY s.name;

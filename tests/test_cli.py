@@ -8,8 +8,9 @@ from tests.conftest import CORPUS, ICESINK, cli_env, rows
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(*args, stdin=None):
-    return subprocess.run(ICESINK + list(args), input=stdin, capture_output=True, text=True, env=cli_env(), timeout=60)
+def run(*args, stdin=None, timeout=60):
+    return subprocess.run(ICESINK + list(args), input=stdin, capture_output=True, text=True, env=cli_env(),
+                          timeout=timeout)
 
 
 def test_parse_checks_files_without_executing(tmp_path):
@@ -51,9 +52,12 @@ def test_data_dir_from_the_environment(tmp_path):
     assert (tmp_path / "env-dir" / "catalog.db").exists()
 
 
-def test_quickstart_runs(data_dir):
-    done = run("--data-dir", str(data_dir), "-f", str(ROOT / "examples" / "quickstart.sql"))
+def test_quickstart_runs_and_fills_the_iceberg_tables(data_dir):
+    done = run("--data-dir", str(data_dir), "-f", str(ROOT / "examples" / "quickstart.sql"), timeout=300)
     assert done.returncode == 0, done.stderr
     lines = [line.split() for line in done.stdout.splitlines()]
-    assert ["orders_lake", "created", "NULL"] in lines
-    assert ["u3", "shop", "orders"] in lines
+    assert ["bids_lake", "running", "NULL"] in lines and ["orders_lake", "running", "NULL"] in lines
+    assert ["1", "ada", "25.00"] in lines and ["2", "grace", "7.25"] in lines
+    header = lines.index(["bids_in_iceberg", "newest_bid"])
+    counts = [int(line[0]) for line in lines[header:] if len(line) == 2 and line[0].isdigit()]
+    assert counts[-1] > 0 and counts == sorted(counts)  # the table fills as the generator ticks

@@ -103,8 +103,9 @@ def test_upserts_reach_iceberg_exactly(runtime):
     history = [s for (s,) in rows(runtime, "SELECT h.status FROM mz_internal.mz_sink_status_history h "
                                            "JOIN mz_sinks s ON s.id = h.sink_id WHERE s.name = 'orders_lake'")]
     assert history[:2] == ["starting", "running"] and "failed" not in history
-    committed = rows(runtime, "SELECT messages_committed, snapshots_committed FROM mz_internal.mz_sink_statistics")
-    assert committed[0][0] >= 2400 and committed[0][1] >= 2
+    committed = rows(runtime, "SELECT messages_committed, snapshots_committed, bytes_committed "
+                              "FROM mz_internal.mz_sink_statistics")
+    assert committed[0][0] >= 2400 and committed[0][1] >= 2 and committed[0][2] > 0
 
 
 def test_append_replays_to_the_same_state(runtime):

@@ -40,6 +40,7 @@ class Outcome:
     files_added: int
     files_removed: int
     frontier: dict  # what the table now holds of this sink's input: where the next batch starts
+    bytes_added: int = 0
 
 
 # planner(table, after) -> (data files to remove, data files to add), planned against that table state for
@@ -97,7 +98,8 @@ class Committer:
                 continue
             self.commits += 1
             self._expire(snapshot_id)
-            return Outcome(snapshot_id, False, len(added), len(removed), frontier)
+            return Outcome(snapshot_id, False, len(added), len(removed), frontier,
+                           sum(f.file_size_in_bytes for f in added))
         raise CommitConflict(f"{MAX_ATTEMPTS} commit attempts in a row lost to concurrent commits")
 
     def _expire(self, newest: int) -> None:

@@ -141,6 +141,7 @@ class SinkRunner:
             if not outcome.already_committed:
                 self.catalog.add_statistics(self.sink.id, messages_staged=staged.rows,
                                             messages_committed=staged.rows, snapshots_committed=1,
+                                            bytes_staged=outcome.bytes_added, bytes_committed=outcome.bytes_added,
                                             last_commit_at=now(), lag_ms=max(0, int(time.time() * 1000) - newest_ts))
             if self.catalog.last_status(self.sink.id) != "running":
                 self._status("running", details={"frontier": upper, "snapshot_id": outcome.snapshot_id})
