@@ -14,7 +14,7 @@ from __future__ import annotations
 import pickle
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
@@ -118,9 +118,10 @@ class UpsertWriter:
         self.key = key
 
     def stage(self, changes: DataFrame) -> Staged:
-        latest_first = Window.partitionBy(*self.key).orderBy(F.col(OFFSET).desc())
-        net = (changes.withColumn("_rank", F.row_number().over(latest_first)).filter("_rank = 1")
-               .select(*self.columns, DIFF, OFFSET))
+        # the last change per key, in source order: a hash aggregate, no sort
+        others = [c for c in self.columns if c not in self.key] + [DIFF, OFFSET]
+        latest = F.max_by(F.struct(*others), F.col(OFFSET)).alias("_latest")
+        net = changes.groupBy(*self.key).agg(latest).select(*self.key, "_latest.*").select(*self.columns, DIFF, OFFSET)
         return _stage(changes, net)
 
     def _key_filter(self, changed: DataFrame):

@@ -12,7 +12,7 @@ import time
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from .engine_table import change_schema
+from .engine_table import DIFF, OFFSET, TS, change_schema
 
 TICK_BITS = 20
 TICKS_PER_PARTITION = 50
@@ -38,13 +38,7 @@ def tick_rows(generator: str, relation: str, options: dict, start_ms: int, tick:
     if generator == "counter":
         yield (tick,), 1
     elif generator == "key value":
-        keys, batch = options.get("keys", 1000), options.get("batch_size", 1)
-        for i in range(batch):
-            n = (tick - 1) * batch + i
-            key, round_ = n % keys, n // keys
-            if round_:
-                yield (key, format(_hash(seed, key, round_ - 1), "016x"), round_ - 1), -1
-            yield (key, format(_hash(seed, key, round_), "016x"), round_), 1
+        yield from key_value_batch(options, start_ms, tick, tick).to_pylist_rows()
     elif generator == "auction":
         now = _moment(start_ms, tick_ms, tick)
         if tick == 1 and relation == "organizations":
@@ -71,6 +65,40 @@ def tick_rows(generator: str, relation: str, options: dict, start_ms: int, tick:
                        _hash(seed, "amount", bid) % 100 + 1, now), 1
     else:
         raise ValueError(f"the {generator.upper()} load generator does not run yet")
+
+
+ARROW_ROWS = 131_072
+
+
+class _KeyValueBatch:
+    def __init__(self, table):
+        self.table = table
+
+    def to_pylist_rows(self):
+        for row in self.table.select(["key", "value", "round"]).to_pylist():
+            yield (row["key"], row["value"], row["round"]), 1
+
+
+def key_value_batch(options: dict, start_ms: int, first_tick: int, last_tick: int) -> "_KeyValueBatch":
+    """KEY VALUE's rows for ticks first..last, computed column-wise: an upsert stream, like Materialize's
+    (each tick sets BATCH SIZE keys, cycling through KEYS, to a new value; no retractions)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keys, batch = options.get("keys", 1000), options.get("batch_size", 1)
+    seed, tick_ms = options.get("seed", 0), options.get("tick_interval_ms", 1000)
+    n = np.arange((first_tick - 1) * batch, last_tick * batch, dtype=np.int64)
+    key, round_ = n % keys, n // keys
+    tick = n // batch + 1
+    mixed = (key.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ (round_.astype(np.uint64) + np.uint64(seed))
+    mixed ^= mixed >> np.uint64(29)
+    schema = pa.schema([("key", pa.int64()), ("value", pa.string()), ("round", pa.int64()),
+                        pa.field(OFFSET, pa.int64(), False), pa.field(DIFF, pa.int32(), False),
+                        pa.field(TS, pa.int64(), False)])  # as change_schema() declares them
+    table = pa.table([key, pc.cast(pa.array(mixed), pa.string()), round_, (tick << TICK_BITS) | (n % batch),
+                      np.ones(len(n), np.int32), start_ms + (tick - 1) * tick_ms], schema=schema)
+    return _KeyValueBatch(table)
 
 
 class TickRange(InputPartition):
@@ -122,6 +150,10 @@ class GeneratorReader(DataSourceStreamReader):
 
     def read(self, partition: TickRange):
         tick_ms = self.settings.get("tick_interval_ms", 1000)
+        if self.generator == "key value":  # large by design: Arrow batches, not Python rows
+            for first in range(partition.after + 1, partition.upto + 1):
+                yield from key_value_batch(self.settings, self.start_ms, first, first).table.to_batches(ARROW_ROWS)
+            return
         for tick in range(partition.after + 1, partition.upto + 1):
             ts = self.start_ms + (tick - 1) * tick_ms  # when the tick became readable
             for sequence, (values, diff) in enumerate(tick_rows(self.generator, self.relation, self.settings,
