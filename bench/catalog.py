@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("ICESINK_SECRET_STORE", "file")
 
 import icesink  # noqa: E402
+from bench.stats import percentile  # noqa: E402
 from icesink.grammar.lexical import split_statements  # noqa: E402
 from icesink.grammar.parser import parse_statement  # noqa: E402
 
@@ -34,11 +35,6 @@ CANONICAL = {
                "(SELECT id FROM mz_sinks WHERE name = 'sink_{n}')",
     "all statuses": "SELECT s.name, st.status FROM mz_sinks s JOIN mz_internal.mz_sink_statuses st ON s.id = st.id",
 }
-
-
-def percentile(samples, q):
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("ICESINK_SECRET_STORE", "file")
 
 import icesink  # noqa: E402
+from bench.stats import percentile  # noqa: E402
 from icesink.catalog_connections import connector_for  # noqa: E402
 from icesink.engine.scheduler import Scheduler  # noqa: E402
 from icesink.engine.sources.generators import TICK_BITS  # noqa: E402
@@ -41,11 +42,6 @@ class Commits(logging.Handler):
         match = COMMIT_LINE.search(record.getMessage())
         if match:
             self.seen.append((time.time(), int(match.group(1)), float(match.group(2))))
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def main() -> None:
