@@ -179,3 +179,17 @@ def test_select_from_iceberg_reads_back_what_a_sink_wrote(runtime):
     assert runtime.execute("SELECT count(*) AS n FROM ICEBERG lake.shop.orders")[0].rows == [(3,)]
     missing = pytest.raises(icesink.PlanError, runtime.execute, "SELECT * FROM ICEBERG lake.shop.nothing")
     assert missing.value.message == "Iceberg table shop.nothing does not exist in catalog 'lake'"
+
+
+def test_key_value_generator_upserts_the_latest_value_per_key(runtime):
+    runtime.execute("""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE SOURCE kv FROM LOAD GENERATOR KEY VALUE (KEYS 50, BATCH SIZE 20, TICK INTERVAL '100ms', UP TO 12);
+        CREATE SINK kv_lake FROM kv INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'gen', TABLE 'kv')
+          KEY (key) MODE UPSERT WITH (COMMIT INTERVAL '1s');""")
+    wait_for(lambda: committed_offset(runtime, "kv_lake") >> 20 == 12, what="every tick")
+    from icesink.engine.sources.generators import key_value_batch
+    generated = key_value_batch({"keys": 50, "batch_size": 20}, 0, 1, 12).to_pylist()
+    latest = {row["key"]: (row["value"], row["round"]) for row in generated}  # later rows win
+    got = duckdb_rows(iceberg_table(runtime, "kv_lake").metadata_location, "key, value, round", "1")
+    assert got == [(k, *latest[k]) for k in sorted(latest)] and len(got) == 50

@@ -115,11 +115,6 @@ class TableStore:
     def changes(self, table_id: str, after: int, upto: int) -> list[tuple[int, int, int, list]]:
         return list(self.iter_changes(table_id, after, upto))
 
-    def acknowledge(self, table_id: str, upto: int) -> None:
-        """Forgets changes every sink of the table has committed."""
-        with self.transaction():
-            self.db.execute("DELETE FROM changes WHERE table_id = ? AND offset <= ?", (table_id, upto))
-
 
 class _Transaction:
     def __init__(self, db: sqlite3.Connection):

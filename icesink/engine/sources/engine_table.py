@@ -76,4 +76,4 @@ class EngineTableReader(DataSourceStreamReader):
             store.close()
 
     def commit(self, end: dict) -> None:
-        """Nothing to do: the sink forgets consumed changes only after its Iceberg commit."""
+        """Nothing to forget yet: the log is kept whole, so a sink created later can read it from the start."""

@@ -33,12 +33,10 @@ def _balance(seed: int, account: int, version: int) -> int:
 
 
 def tick_rows(generator: str, relation: str, options: dict, start_ms: int, tick: int):
-    """(values, diff) pairs of `relation` at `tick` (ticks start at 1)."""
+    """(values, diff) pairs of `relation` at `tick` (ticks start at 1); KEY VALUE is key_value_batch's."""
     seed, tick_ms = options.get("seed", 0), options.get("tick_interval_ms", 1000)
     if generator == "counter":
         yield (tick,), 1
-    elif generator == "key value":
-        yield from key_value_batch(options, start_ms, tick, tick).to_pylist_rows()
     elif generator == "auction":
         now = _moment(start_ms, tick_ms, tick)
         if tick == 1 and relation == "organizations":
@@ -70,16 +68,7 @@ def tick_rows(generator: str, relation: str, options: dict, start_ms: int, tick:
 ARROW_ROWS = 131_072
 
 
-class _KeyValueBatch:
-    def __init__(self, table):
-        self.table = table
-
-    def to_pylist_rows(self):
-        for row in self.table.select(["key", "value", "round"]).to_pylist():
-            yield (row["key"], row["value"], row["round"]), 1
-
-
-def key_value_batch(options: dict, start_ms: int, first_tick: int, last_tick: int) -> "_KeyValueBatch":
+def key_value_batch(options: dict, start_ms: int, first_tick: int, last_tick: int):
     """KEY VALUE's rows for ticks first..last, computed column-wise: an upsert stream, like Materialize's
     (each tick sets BATCH SIZE keys, cycling through KEYS, to a new value; no retractions)."""
     import numpy as np
@@ -98,7 +87,7 @@ def key_value_batch(options: dict, start_ms: int, first_tick: int, last_tick: in
                         pa.field(TS, pa.int64(), False)])  # as change_schema() declares them
     table = pa.table([key, pc.cast(pa.array(mixed), pa.string()), round_, (tick << TICK_BITS) | (n % batch),
                       np.ones(len(n), np.int32), start_ms + (tick - 1) * tick_ms], schema=schema)
-    return _KeyValueBatch(table)
+    return table
 
 
 class TickRange(InputPartition):
@@ -152,7 +141,7 @@ class GeneratorReader(DataSourceStreamReader):
         tick_ms = self.settings.get("tick_interval_ms", 1000)
         if self.generator == "key value":  # large by design: Arrow batches, not Python rows
             for first in range(partition.after + 1, partition.upto + 1):
-                yield from key_value_batch(self.settings, self.start_ms, first, first).table.to_batches(ARROW_ROWS)
+                yield from key_value_batch(self.settings, self.start_ms, first, first).to_batches(ARROW_ROWS)
             return
         for tick in range(partition.after + 1, partition.upto + 1):
             ts = self.start_ms + (tick - 1) * tick_ms  # when the tick became readable
