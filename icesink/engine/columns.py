@@ -21,35 +21,32 @@ def _numeric_params(type_name: str) -> tuple[int, int]:
     return int(precision), int(scale)
 
 
+# One table for both worlds; anything else (text, uuid, jsonb, time, interval) is text everywhere.
+_SIMPLE = {
+    "smallint": (st.IntegerType, it.IntegerType), "integer": (st.IntegerType, it.IntegerType),
+    "bigint": (st.LongType, it.LongType), "real": (st.FloatType, it.FloatType),
+    "double precision": (st.DoubleType, it.DoubleType), "boolean": (st.BooleanType, it.BooleanType),
+    "date": (st.DateType, it.DateType), "timestamp": (st.TimestampNTZType, it.TimestampType),
+    "timestamp with time zone": (st.TimestampType, it.TimestamptzType), "bytea": (st.BinaryType, it.BinaryType),
+}
+_TEXT = (st.StringType, it.StringType)
+
+
 def spark_type(type_name: str) -> st.DataType:
     if type_name.endswith("[]"):
         return st.ArrayType(spark_type(type_name[:-2]))
-    base = base_type(type_name)
-    simple = {
-        "smallint": st.IntegerType(), "integer": st.IntegerType(), "bigint": st.LongType(),
-        "real": st.FloatType(), "double precision": st.DoubleType(), "boolean": st.BooleanType(),
-        "date": st.DateType(), "timestamp": st.TimestampNTZType(), "timestamp with time zone": st.TimestampType(),
-        "bytea": st.BinaryType(),
-    }
-    if base == "numeric":
+    if base_type(type_name) == "numeric":
         return st.DecimalType(*_numeric_params(type_name))
-    return simple.get(base, st.StringType())  # text, uuid, jsonb, time, interval: as text everywhere
+    return _SIMPLE.get(base_type(type_name), _TEXT)[0]()
 
 
 def iceberg_type(type_name: str, next_id) -> it.IcebergType:
     if type_name.endswith("[]"):
         element_id = next_id()
         return it.ListType(element_id, iceberg_type(type_name[:-2], next_id), element_required=False)
-    base = base_type(type_name)
-    simple = {
-        "smallint": it.IntegerType(), "integer": it.IntegerType(), "bigint": it.LongType(),
-        "real": it.FloatType(), "double precision": it.DoubleType(), "boolean": it.BooleanType(),
-        "date": it.DateType(), "timestamp": it.TimestampType(), "timestamp with time zone": it.TimestamptzType(),
-        "bytea": it.BinaryType(),
-    }
-    if base == "numeric":
+    if base_type(type_name) == "numeric":
         return it.DecimalType(*_numeric_params(type_name))
-    return simple.get(base, it.StringType())
+    return _SIMPLE.get(base_type(type_name), _TEXT)[1]()
 
 
 def _timestamp(text: str, zoned: bool):
