@@ -26,6 +26,25 @@ def session(data_dir):
         yield s
 
 
+@pytest.fixture(scope="session")
+def spark():
+    """One SparkSession for the whole test session: Spark takes seconds to start."""
+    from icesink.engine.spark import get_spark
+
+    return get_spark("local[2]")
+
+
+@pytest.fixture
+def scheduler(session, spark):
+    """Runs the session's sinks in this process while the test lasts."""
+    from icesink.engine.scheduler import Scheduler
+
+    running = Scheduler(session.data_dir, session.executor.secret_value, lambda: spark)
+    running.start()
+    yield running
+    running.stop()
+
+
 def rows(session, sql):
     return session.execute(sql)[-1].rows
 

@@ -1,7 +1,6 @@
 """Kill `icesink serve` with SIGKILL at random moments and at the commit protocol's seams, over and over,
 while changes keep coming: nothing is lost, nothing duplicated, no two commits cover the same changes."""
 import json
-import os
 import random
 import signal
 import subprocess
@@ -14,7 +13,7 @@ import pytest
 import icesink
 from tests.conftest import ICESINK, cli_env, rows
 from tests.readers import duckdb_rows
-from tests.test_sink_runtime import caught_up, iceberg_table, wait_for
+from tests.runtime import caught_up, iceberg_table, wait_for
 
 pytestmark = pytest.mark.timeout(1200)
 KILLS = 20

@@ -8,21 +8,12 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from icesink.catalog_connections import connector_for
-from icesink.engine.scheduler import Scheduler
 from icesink.engine.sink.runner import SinkRunner
 from tests.conftest import rows
 from tests.readers import duckdb_rows
-from tests.test_sink_runtime import caught_up, committed_offset, iceberg_table, spark, wait_for  # noqa: F401
+from tests.runtime import caught_up, committed_offset, iceberg_table, wait_for
 
 pytestmark = pytest.mark.timeout(600)
-
-
-@pytest.fixture
-def scheduler(session, spark):  # noqa: F811
-    running = Scheduler(session.data_dir, session.executor.secret_value, lambda: spark)
-    running.start()
-    yield running
-    running.stop()
 
 
 def statuses(session, sink):
@@ -77,7 +68,7 @@ def test_unwritable_warehouse_stalls_then_recovers(session, scheduler):
     assert got == [(1, "A"), (2, "b"), (3, "c")]
 
 
-def test_a_zombie_is_fenced_and_the_table_stays_intact(session, scheduler, spark):  # noqa: F811
+def test_a_zombie_is_fenced_and_the_table_stays_intact(session, scheduler, spark):
     session.execute(ORDERS + "INSERT INTO orders VALUES (1, 'a')")
     wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
     sink = session.catalog.get("orders_lake")

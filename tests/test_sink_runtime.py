@@ -7,60 +7,17 @@ from decimal import Decimal
 import pytest
 
 import icesink
-from icesink.catalog_connections import connector_for
 from icesink.engine.scheduler import Scheduler
-from icesink.engine.spark import get_spark
 from tests.conftest import rows
 from tests.readers import duckdb_rows
+from tests.runtime import caught_up, committed_offset, iceberg_table, wait_for
 
 pytestmark = pytest.mark.timeout(600)
 
 
-@pytest.fixture(scope="session")
-def spark():
-    return get_spark("local[2]")
-
-
-def wait_for(predicate, timeout=120, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.fixture
-def runtime(session, spark):
-    scheduler = Scheduler(session.data_dir, session.executor.secret_value, lambda: spark)
-    scheduler.start()
-    yield session
-    scheduler.stop()
-
-
-def iceberg_table(session, sink_name):
-    sink = session.catalog.get(sink_name)
-    connection = session.catalog.get_by_id(sink.definition["connection_id"])
-    catalog = connector_for(connection, session.executor.secret_value, session.data_dir).load_catalog()
-    return catalog.load_table((sink.definition["namespace"], sink.definition["table"]))
-
-
-def committed_offset(session, sink_name):
-    try:
-        table = iceberg_table(session, sink_name)
-    except Exception:
-        return 0
-    snapshot = table.current_snapshot()
-    if snapshot is None:
-        return 0
-    import json
-    return json.loads(snapshot.summary.additional_properties.get("icesink.frontier", '{"offset": 0}'))["offset"]
-
-
-def caught_up(session, sink_name, table_name):
-    table_id = session.catalog.get(table_name).id
-    return lambda: committed_offset(session, sink_name) >= session.tables.latest_offset(table_id)
+def runtime(session, scheduler):
+    return session
 
 
 def random_changes(session, rng, count, next_id):
