@@ -25,6 +25,7 @@ from pyiceberg.io.pyarrow import _dataframe_to_data_files  # noqa: E402
 
 from icesink.engine.sink.committer import Committer  # noqa: E402
 from icesink.engine.sink.table import ensure_table  # noqa: E402
+from icesink.engine.sink.writers import BatchFiles  # noqa: E402
 
 
 def main() -> None:
@@ -44,12 +45,13 @@ def main() -> None:
                          "v": pa.array(["x"] * args.rows), "_mz_diff": pa.array([1] * args.rows, pa.int32()),
                          "_mz_timestamp": pa.array([0] * args.rows, pa.int64())})
         rows = rows.cast(table.schema().as_arrow())
-        return [], list(_dataframe_to_data_files(table.metadata, rows, table.io, write_uuid=uuid.uuid4()))
+        added = list(_dataframe_to_data_files(table.metadata, rows, table.io, write_uuid=uuid.uuid4()))
+        return BatchFiles([], added, args.rows, after + args.rows, 0)
 
     latencies = []
     for n in range(args.commits):
         started = time.perf_counter()
-        committer.commit({"offset": n * args.rows}, {"offset": (n + 1) * args.rows}, args.rows, plan)
+        committer.commit({"offset": n * args.rows}, plan)
         latencies.append(time.perf_counter() - started)
     table = catalog.load_table(("bench", "t"))
     first, last = statistics.median(latencies[:20]), statistics.median(latencies[-20:])

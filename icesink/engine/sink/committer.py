@@ -15,6 +15,7 @@ from pyiceberg.exceptions import CommitFailedException
 
 from ..faults import crash_point
 from .progress import Progress, latest_progress, summary_properties
+from .writers import BatchFiles
 
 log = logging.getLogger("icesink.sink")
 MAX_ATTEMPTS = 5
@@ -37,15 +38,13 @@ class CommitConflict(Exception):
 class Outcome:
     snapshot_id: Optional[int]
     already_committed: bool
-    files_added: int
-    files_removed: int
     frontier: dict  # what the table now holds of this sink's input: where the next batch starts
-    bytes_added: int = 0
+    files: BatchFiles  # what the batch wrote and read
 
 
-# planner(table, after) -> (data files to remove, data files to add), planned against that table state for
-# the batch's changes with offsets above `after`
-FilePlanner = Callable[[object, int], tuple[list, list]]
+# planner(table, after) -> the files to remove and add for the batch's changes with offsets above `after`,
+# planned against that table state
+FilePlanner = Callable[[object, int], BatchFiles]
 
 
 class Committer:
@@ -66,40 +65,42 @@ class Committer:
             raise Fenced(f"fenced by newer sink version {progress.version} (this process runs version "
                          f"{self.version}); another engine writes this sink")
 
-    def commit(self, lower: dict, upper: dict, rows: int, plan_files: FilePlanner) -> Outcome:
+    def commit(self, lower: dict, plan_files: FilePlanner) -> Optional[Outcome]:
+        """Commits the batch starting after `lower`; None if it held nothing the table lacks."""
+        planned: Optional[BatchFiles] = None  # from an earlier attempt: its upper bound tells whether it landed
         for attempt in range(1, MAX_ATTEMPTS + 1):
             table = self.load_table()
             progress = latest_progress(table, self.sink_id)
-            after, frontier = _offset(lower), upper
+            after = _offset(lower)
             if progress is not None:
                 self._check_version(progress)
                 committed = _offset(progress.frontier)
-                if progress.version == self.version and progress.frontier == upper:
-                    return Outcome(progress.snapshot_id, True, 0, 0, upper)  # an earlier attempt landed
+                if planned is not None and progress.version == self.version and progress.frontier == _upper(planned):
+                    return Outcome(progress.snapshot_id, True, progress.frontier, planned)  # it landed after all
                 if committed > after and progress.version == self.version:
                     raise FrontierConflict(f"the table already holds this sink's changes up to "
                                            f"{progress.frontier}, past this batch's start {lower}")
-                if committed > after:
-                    # An older version of this sink got further. Skip what it wrote, and commit anyway:
-                    # this snapshot's newer version fences it.
-                    after = committed
-                    frontier = progress.frontier if committed >= _offset(upper) else upper
+                # An older version of this sink got further: skip what it wrote, and commit anyway, for this
+                # snapshot's newer version fences it.
+                after = max(after, committed)
                 if progress.foreign_writes:
                     log.warning("sink %s: %d snapshots by other writers since its last commit", self.sink_id,
                                 len(progress.foreign_writes))
-            removed, added = plan_files(table, after) if after < _offset(upper) else ([], [])
+            planned = plan_files(table, after)
+            if not planned.rows and after == _offset(lower):
+                return None
             crash_point("files-written")
+            frontier = _upper(planned) if planned.rows else progress.frontier
             properties = summary_properties(self.sink_id, self.version, frontier,
-                                            {"lower": {"offset": after}, "upper": frontier, "rows": rows})
+                                            {"lower": {"offset": after}, "upper": frontier, "rows": planned.rows})
             try:
-                snapshot_id = _commit_files(table, removed, added, properties)
+                snapshot_id = _commit_files(table, planned.removed, planned.added, properties)
             except CommitFailedException as exc:
                 log.info("sink %s: commit attempt %d lost a race (%s); planning again", self.sink_id, attempt, exc)
                 continue
             self.commits += 1
             self._expire(snapshot_id)
-            return Outcome(snapshot_id, False, len(added), len(removed), frontier,
-                           sum(f.file_size_in_bytes for f in added))
+            return Outcome(snapshot_id, False, frontier, planned)
         raise CommitConflict(f"{MAX_ATTEMPTS} commit attempts in a row lost to concurrent commits")
 
     def _expire(self, newest: int) -> None:
@@ -118,6 +119,10 @@ class Committer:
 
 def _offset(frontier: dict) -> int:
     return int(frontier.get("offset", 0))
+
+
+def _upper(planned: BatchFiles) -> dict:
+    return {"offset": int(planned.upper_offset)}
 
 
 def _commit_files(table, removed: list, added: list, properties: dict[str, str]) -> int:

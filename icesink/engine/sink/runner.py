@@ -16,10 +16,10 @@ from ..sources.engine_table import EngineTableSource
 from ..sources.generators import GeneratorSource
 from .committer import Committer, Fenced, FrontierConflict
 from .table import IncompatibleTable, ensure_table
-from .writers import AppendWriter, UpsertWriter
+from .writers import AppendWriter, KeyViolation, UpsertWriter
 
 log = logging.getLogger("icesink.sink")
-FATAL = (Fenced, FrontierConflict, IncompatibleTable, NotSupportedYet)  # need a user's action: status failed
+FATAL = (Fenced, FrontierConflict, IncompatibleTable, KeyViolation, NotSupportedYet)  # need a user's action: status failed
 
 
 class SinkFailed(Exception):
@@ -64,8 +64,8 @@ class SinkRunner:
             self._fail(exc)
             raise SinkFailed(str(exc)) from None
         columns = [c["name"] for c in self.definition["columns"]]
-        self.writer = (UpsertWriter(columns, self.definition["key"]) if self.definition["mode"] == "upsert"
-                       else AppendWriter(columns))
+        self.writer = (UpsertWriter(columns, self.definition["key"], self._key_checked())
+                       if self.definition["mode"] == "upsert" else AppendWriter(columns))
         self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.sink.cluster or "default")
         self.query = (stream.writeStream.queryName(f"icesink-{self.sink.id}-v{self.committer.version}")
                       .foreachBatch(self._batch)
@@ -74,12 +74,24 @@ class SinkRunner:
         self._status("running", details={"frontier": self.frontier,
                                          "snapshot_id": progress.snapshot_id if progress else None})
 
-    def _input_stream(self):
+    def _upstream(self) -> tuple[CatalogObject, CatalogObject]:
+        """The sink's input, and the source it comes from (itself for an engine table or a source)."""
         source = self.catalog.get_by_id(self.definition["input_id"])
+        if source.kind == "subsource":
+            return source, self.catalog.get_by_id(source.definition["source_id"])
+        return source, source
+
+    def _key_checked(self) -> bool:
+        """KEY VALUE is an upsert stream (each change replaces its key's row): live rows cannot be counted."""
+        _, parent = self._upstream()
+        upsert_stream = parent.type == "load-generator" and parent.definition["generator"] == "key value"
+        return self.definition.get("key_enforced", True) and not upsert_stream
+
+    def _input_stream(self):
+        source, parent = self._upstream()
         if source.kind == "table" and not source.definition.get("source_id"):
             return (self.spark.readStream.format(EngineTableSource.name())
                     .option("data_dir", str(Path(self.catalog.data_dir).resolve())).option("table_id", source.id))
-        parent = self.catalog.get_by_id(source.definition["source_id"]) if source.kind == "subsource" else source
         if parent.type != "load-generator" or parent.definition["generator"] == "tpch":
             what = "LOAD GENERATOR TPCH" if parent.type == "load-generator" else f"{parent.type} sources"
             raise NotSupportedYet(f"sinks from {what} are not supported yet")
@@ -126,27 +138,25 @@ class SinkRunner:
             self._batch_done.set()
 
     def _commit_batch(self, changes) -> None:
-        staged = self.writer.stage(changes)
-        try:
-            if staged.rows == 0 or self.stopping:
-                return  # nothing new, or shutting down: the batch is abandoned unwritten
-            upper, newest_ts = {"offset": int(staged.upper_offset)}, staged.newest_ts
-            started = time.time()
-            outcome = self.committer.commit(self.frontier, upper, staged.rows,
-                                            lambda table, after: self.writer.plan(staged, table, after))
-            crash_point("committed")  # before the source is acknowledged
-            self.frontier = outcome.frontier
-            log.info("sink %s: committed %d changes up to %s in %.2fs (%d files added, %d removed)", self.sink.name,
-                     staged.rows, upper, time.time() - started, outcome.files_added, outcome.files_removed)
-            if not outcome.already_committed:
-                self.catalog.add_statistics(self.sink.id, messages_staged=staged.rows,
-                                            messages_committed=staged.rows, snapshots_committed=1,
-                                            bytes_staged=outcome.bytes_added, bytes_committed=outcome.bytes_added,
-                                            last_commit_at=now(), lag_ms=max(0, int(time.time() * 1000) - newest_ts))
-            if self.catalog.last_status(self.sink.id) != "running":
-                self._status("running", details={"frontier": upper, "snapshot_id": outcome.snapshot_id})
-        finally:
-            staged.frame.unpersist()
+        if self.stopping:
+            return  # shutting down: the batch is abandoned unwritten, and read again after a restart
+        started = time.time()
+        outcome = self.committer.commit(self.frontier, lambda table, after: self.writer.plan(changes, table, after))
+        if outcome is None:
+            return
+        crash_point("committed")  # before the source is acknowledged
+        self.frontier = outcome.frontier
+        files = outcome.files
+        log.info("sink %s: committed %d changes up to %s in %.2fs (%d files added, %d removed)", self.sink.name,
+                 files.rows, outcome.frontier, time.time() - started, len(files.added), len(files.removed))
+        if not outcome.already_committed:
+            written = sum(f.file_size_in_bytes for f in files.added)
+            lag = {"lag_ms": max(0, int(time.time() * 1000) - files.newest_ts)} if files.newest_ts else {}
+            self.catalog.add_statistics(self.sink.id, messages_staged=files.rows, messages_committed=files.rows,
+                                        snapshots_committed=1, bytes_staged=written, bytes_committed=written,
+                                        last_commit_at=now(), **lag)
+        if self.catalog.last_status(self.sink.id) != "running":
+            self._status("running", details={"frontier": outcome.frontier, "snapshot_id": outcome.snapshot_id})
 
 
 def _first_line(exc: Exception) -> str:

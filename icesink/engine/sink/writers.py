@@ -1,18 +1,20 @@
-"""Turning one micro-batch of changes into Iceberg data files, on the executors.
+"""Turning one micro-batch of changes into Iceberg data files, on the executors, in one Spark job.
 
-The driver only plans: which existing files may hold changed keys (pruned by partition and the
-manifests' key bounds) and which files the executors wrote. Rows never travel to the driver; file
-metadata (pickled DataFile objects) does.
+The driver only plans: which ranges of keys the table's files cover. Rows never travel to the driver;
+file metadata (pickled DataFile objects) and the batch's tally do.
 
-- UpsertWriter: copy-on-write. The last change per key wins; files holding changed keys are read,
-  their surviving rows and the new rows are written anew, and the commit swaps them in one snapshot.
+- UpsertWriter: copy-on-write. The table's files are grouped by the ranges of keys they cover; each change
+  goes to the group whose range holds its key, and one task per group keeps the last change per key, reads
+  the group's files, drops the changed keys' old rows, and writes the rest with the new rows, sorted by key
+  and cut into files of a bounded size. The commit swaps the rewritten groups' files in one snapshot.
+  Groups without changes are not read.
 - AppendWriter: every change becomes a row with _mz_diff and _mz_timestamp; nothing is rewritten.
-A merge-on-read writer with position deletes can take UpsertWriter's place behind the same two methods.
+A merge-on-read writer with position deletes can take UpsertWriter's place behind the same method.
 """
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -20,46 +22,223 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..sources.engine_table import DIFF, OFFSET, TS
+from .key_ranges import KeyGroup, group_files, group_index
 
-MAX_KEYS_FOR_EXACT_PRUNING = 10_000
-FILE_SCHEMA = "file binary"
-
-
-def _io_of(table) -> tuple[dict, str]:
-    return dict(table.io.properties), table.metadata.location
+RESULT_SCHEMA = "kind string, payload binary"  # what a write task reports, one row per fact
+PID = "_icesink_group"
+DEFAULT_TARGET_FILE_BYTES = 8 << 20  # in memory, as pyiceberg measures it; small files keep rewrites small
 
 
-def _write_files(metadata_json: str, io_properties: dict, location: str):
-    """An executor function: Arrow batches of sink rows in, pickled DataFiles out."""
-    def write(batches):
-        import uuid
+class KeyViolation(Exception):
+    """An enforced KEY is not unique in the input: the sink cannot tell which row is the key's."""
 
+
+@dataclass
+class BatchFiles:
+    """What one batch writes, and what it read: the tally the commit records."""
+    removed: list = field(default_factory=list)
+    added: list = field(default_factory=list)
+    rows: int = 0  # changes read
+    upper_offset: int | None = None  # the newest change's offset
+    newest_ts: int | None = None  # when the newest change was made (ms)
+
+
+def _io_of(table) -> tuple[str, dict, str]:
+    return table.metadata.model_dump_json(), dict(table.io.properties), table.metadata.location
+
+
+def _executor_context(metadata_json: str, io_properties: dict, location: str):
+    from pyiceberg.io import load_file_io
+    from pyiceberg.table.metadata import TableMetadataUtil
+
+    return TableMetadataUtil.parse_raw(metadata_json), load_file_io(io_properties, location)
+
+
+def _tally(rows):
+    """The tally of one task's changes (an Arrow table with OFFSET and TS) as a result row."""
+    import pyarrow.compute as pc
+
+    return {"kind": "tally", "payload": pickle.dumps((rows.num_rows, pc.max(rows[OFFSET]).as_py(),
+                                                      pc.max(rows[TS]).as_py()))}
+
+
+def _conform(rows, schema):
+    """`rows` with the table's columns in its order and types; optional columns the sink lacks are null."""
+    import pyarrow as pa
+
+    columns = [rows[f.name] if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type) for f in schema]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _write(metadata, io, rows):
+    """Result rows for the data files holding `rows`, cut into files of the table's target size."""
+    import uuid
+
+    from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
+    if not rows.num_rows:
+        return
+    target = int(metadata.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES))
+    per_file = max(1024, target * rows.num_rows // max(1, rows.nbytes))
+    for start in range(0, rows.num_rows, per_file):
+        for data_file in _dataframe_to_data_files(metadata, rows.slice(start, per_file), io,
+                                                  write_uuid=uuid.uuid4()):
+            yield {"kind": "added", "payload": pickle.dumps(data_file)}
+
+
+def _facts(facts: list[dict]):
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_pylist(facts, schema=pa.schema([("kind", pa.string()), ("payload", pa.binary())]))
+
+
+def _collect(results: DataFrame, groups: list[KeyGroup] | None = None) -> BatchFiles:
+    files = BatchFiles()
+    for row in results.collect():
+        payload = pickle.loads(row.payload)
+        if row.kind == "added":
+            files.added.append(payload)
+        elif row.kind == "rewrote":
+            files.removed.extend(task.file for task in groups[payload].tasks)
+        elif row.kind == "violation":
+            raise KeyViolation(payload)
+        else:
+            rows, upper, newest = payload
+            files.rows += rows
+            files.upper_offset = max(upper, files.upper_offset or upper)
+            files.newest_ts = max(newest, files.newest_ts or newest)
+    return files
+
+
+class AppendWriter:
+    def __init__(self, columns: list[str]):
+        self.columns = columns
+
+    def plan(self, changes: DataFrame, table, after: int) -> BatchFiles:
+        frame = changes.filter(F.col(OFFSET) > after).select(
+            *self.columns, F.col(DIFF).alias("_mz_diff"), F.col(TS).alias("_mz_timestamp"), OFFSET, TS)
+        context = _io_of(table)
+
+        def write(batches):
+            import pyarrow as pa
+
+            batches = list(batches)
+            rows = pa.Table.from_batches(batches) if batches else None
+            if rows is None or not rows.num_rows:
+                return
+            metadata, io = _executor_context(*context)
+            facts = [_tally(rows), *_write(metadata, io, _conform(rows, metadata.schema().as_arrow()))]
+            yield _facts(facts)
+
+        return _collect(frame.mapInArrow(write, RESULT_SCHEMA))
+
+
+def _latest(rows, key: list[str]):
+    """The last change per key in source order (offsets are unique, so the newest offset names one row)."""
+    import pyarrow.compute as pc
+
+    newest = rows.group_by(key).aggregate([(OFFSET, "max")])[f"{OFFSET}_max"]
+    return rows.filter(pc.is_in(rows[OFFSET], value_set=newest))
+
+
+def _violations(rows, key: list[str]) -> str | None:
+    """Keys whose changes in this batch add (or remove) more than one live row, described."""
+    import pyarrow.compute as pc
+
+    sums = rows.group_by(key).aggregate([(DIFF, "sum")])
+    bad = sums.filter(pc.greater(pc.abs(sums[f"{DIFF}_sum"]), 1))
+    if not bad.num_rows:
+        return None
+    shown = "; ".join(", ".join(f"{k} = {row[k]!r}" for k in key) +
+                      f" ({'adds' if row[f'{DIFF}_sum'] > 0 else 'removes'} {abs(row[f'{DIFF}_sum'])} rows)"
+                      for row in bad.slice(0, 3).to_pylist())
+    return (f"KEY ({', '.join(key)}) is not unique in the input: {shown}; nothing of this batch was written. "
+            "Recreate the sink with KEY (...) NOT ENFORCED to keep the last change per key")
+
+
+def _without_keys(rows, keys, key: list[str]):
+    """`rows` less those whose key is among `keys`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(key) == 1:
+        return rows.filter(pc.invert(pc.is_in(rows[key[0]], value_set=keys[key[0]])))
+    # join on the keys alone: Arrow's join cannot carry every column type along
+    numbered = rows.select(key).append_column("_row", pa.array(range(rows.num_rows), pa.int64()))
+    kept = numbered.join(keys, keys=key, join_type="left anti")["_row"]
+    return rows.take(kept)
+
+
+class UpsertWriter:
+    """`enforced`: the input promises one live row per key, so a key whose changes in a batch add up to two
+    live rows (or remove two) is reported. Upsert-shaped inputs (every change replaces the key's row) and
+    KEY NOT ENFORCED keep the last change per key instead."""
+
+    def __init__(self, columns: list[str], key: list[str], enforced: bool = False):
+        self.columns = columns
+        self.key = key
+        self.enforced = enforced
+
+    def plan(self, changes: DataFrame, table, after: int) -> BatchFiles:
+        spark = changes.sparkSession
+        tasks = list(table.scan().plan_files()) if table.current_snapshot() is not None else []
+        groups = group_files(tasks, table.schema(), self.key[0])
+        changed = changes.filter(F.col(OFFSET) > after)
+        if groups:
+            key_type = table.schema().find_field(self.key[0]).field_type
+            changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups))
+            parallelism = spark.sparkContext.defaultParallelism
+            changed = changed.repartition(max(1, min(len(groups), 4 * parallelism)), PID)
+        else:  # an empty table: ranges of keys per task keep the files' ranges apart for the next batch
+            changed = changed.withColumn(PID, F.lit(0))
+            changed = changed.repartitionByRange(spark.sparkContext.defaultParallelism, *self.key)
+        merge = _merge_groups(*_io_of(table), self.key, self.columns, self.enforced,
+                              {i: g.tasks for i, g in enumerate(groups)})
+        return _collect(changed.mapInArrow(merge, RESULT_SCHEMA), groups)
+
+
+def _merge_groups(metadata_json, io_properties, location, key, columns, enforced, group_tasks: dict):
+    """An executor function: the changes of some key groups in, result rows out (see _collect)."""
+    def merge(batches):
         import pyarrow as pa
-        from pyiceberg.io import load_file_io
-        from pyiceberg.io.pyarrow import _dataframe_to_data_files
-        from pyiceberg.table.metadata import TableMetadataUtil
+        import pyarrow.compute as pc
+        from pyiceberg.expressions import AlwaysTrue
+        from pyiceberg.io.pyarrow import ArrowScan
 
-        batches = [b for b in batches if b.num_rows]
-        if not batches:
+        batches = list(batches)
+        changes = pa.Table.from_batches(batches) if batches else None
+        if changes is None or not changes.num_rows:
             return
-        metadata = TableMetadataUtil.parse_raw(metadata_json)
-        data = pa.Table.from_batches(batches).cast(metadata.schema().as_arrow())
-        io = load_file_io(io_properties, location)
-        for data_file in _dataframe_to_data_files(metadata, data, io, write_uuid=uuid.uuid4()):
-            yield pa.RecordBatch.from_pylist([{"file": pickle.dumps(data_file)}])
-    return write
+        metadata, io = _executor_context(metadata_json, io_properties, location)
+        schema = metadata.schema().as_arrow()
+        facts = [_tally(changes)]
+        for pid in pc.unique(changes[PID]).to_pylist():
+            rows = changes.filter(pc.equal(changes[PID], pid))
+            problem = _violations(rows, key) if enforced else None
+            if problem:
+                facts.append({"kind": "violation", "payload": pickle.dumps(problem)})
+                break
+            latest = _latest(rows, key)
+            upserts = _conform(latest.filter(pc.greater(latest[DIFF], 0)).select(columns), schema)
+            tasks = group_tasks.get(pid)
+            if tasks:
+                existing = _conform(ArrowScan(metadata, io, metadata.schema(), AlwaysTrue()).to_table(tasks), schema)
+                changed_keys = _conform(latest.select(columns), schema).select(key)
+                upserts = pa.concat_tables([_without_keys(existing, changed_keys, key), upserts])
+                facts.append({"kind": "rewrote", "payload": pickle.dumps(pid)})
+            facts.extend(_write(metadata, io, upserts.sort_by([(k, "ascending") for k in key])))
+        yield _facts(facts)
+    return merge
 
 
+# ---------------------------------------------------------------- reading a table back through Spark
 def _read_files(metadata_json: str, io_properties: dict, location: str, arrow_schema):
     """An executor function: pickled FileScanTasks in, their live rows out (deletes applied)."""
     def read(batches):
         from pyiceberg.expressions import AlwaysTrue
-        from pyiceberg.io import load_file_io
         from pyiceberg.io.pyarrow import ArrowScan
-        from pyiceberg.table.metadata import TableMetadataUtil
 
-        metadata = TableMetadataUtil.parse_raw(metadata_json)
-        io = load_file_io(io_properties, location)
+        metadata, io = _executor_context(metadata_json, io_properties, location)
         scan = ArrowScan(metadata, io, metadata.schema(), AlwaysTrue())
         for batch in batches:
             tasks = [pickle.loads(blob) for blob in batch.column("task").to_pylist()]
@@ -71,7 +250,7 @@ def _read_files(metadata_json: str, io_properties: dict, location: str, arrow_sc
 def scan_frame(spark, table, tasks: list, schema) -> DataFrame:
     """The live rows of `tasks` (FileScanTasks of `table`) as a DataFrame read on the executors."""
     arrow_schema = to_arrow_schema(schema, timezone="UTC")  # the session's time zone (spark.py)
-    read = _read_files(table.metadata.model_dump_json(), *_io_of(table), arrow_schema)
+    read = _read_files(*_io_of(table), arrow_schema)
     task_frame = spark.createDataFrame([(pickle.dumps(t),) for t in tasks], "task binary")
     return task_frame.repartition(max(1, min(len(tasks), spark.sparkContext.defaultParallelism * 2))) \
         .mapInArrow(read, schema)
@@ -80,76 +259,3 @@ def scan_frame(spark, table, tasks: list, schema) -> DataFrame:
 def table_schema(table) -> StructType:
     """The Spark schema of an Iceberg table's rows."""
     return from_arrow_schema(table.schema().as_arrow())
-
-
-def write_data_files(frame: DataFrame, table) -> list:
-    write = _write_files(table.metadata.model_dump_json(), *_io_of(table))
-    return [pickle.loads(row.file) for row in frame.mapInArrow(write, FILE_SCHEMA).collect()]
-
-
-@dataclass
-class Staged:
-    rows: int  # changes in the batch
-    upper_offset: int | None  # the newest change's offset
-    newest_ts: int | None  # when the newest change was made (ms)
-    frame: DataFrame  # what the writer needs, persisted on the executors for the commit's attempts
-
-
-def _stage(changes: DataFrame, frame: DataFrame) -> Staged:
-    rows, upper, newest = changes.agg(F.count(F.lit(1)), F.max(OFFSET), F.max(TS)).first()
-    return Staged(rows, upper, newest, frame.persist() if rows else frame)
-
-
-class AppendWriter:
-    def __init__(self, columns: list[str]):
-        self.columns = columns
-
-    def stage(self, changes: DataFrame) -> Staged:
-        return _stage(changes, changes.select(*self.columns, F.col(DIFF).alias("_mz_diff"),
-                                              F.col(TS).alias("_mz_timestamp"), OFFSET))
-
-    def plan(self, staged: Staged, table, after: int) -> tuple[list, list]:
-        return [], write_data_files(staged.frame.filter(F.col(OFFSET) > after).drop(OFFSET), table)
-
-
-class UpsertWriter:
-    def __init__(self, columns: list[str], key: list[str]):
-        self.columns = columns
-        self.key = key
-
-    def stage(self, changes: DataFrame) -> Staged:
-        # the last change per key, in source order: a hash aggregate, no sort
-        others = [c for c in self.columns if c not in self.key] + [DIFF, OFFSET]
-        latest = F.max_by(F.struct(*others), F.col(OFFSET)).alias("_latest")
-        net = changes.groupBy(*self.key).agg(latest).select(*self.key, "_latest.*").select(*self.columns, DIFF, OFFSET)
-        return _stage(changes, net)
-
-    def _key_filter(self, changed: DataFrame):
-        from pyiceberg.expressions import And, GreaterThanOrEqual, In, LessThanOrEqual
-
-        first = self.key[0]
-        if len(self.key) == 1:
-            keys = changed.select(first).limit(MAX_KEYS_FOR_EXACT_PRUNING + 1).collect()
-            if len(keys) <= MAX_KEYS_FOR_EXACT_PRUNING:
-                return In(first, {row[0] for row in keys if row[0] is not None}) if keys else None
-        low, high = changed.agg(F.min(first), F.max(first)).first()
-        if low is None:
-            return None
-        return And(GreaterThanOrEqual(first, low), LessThanOrEqual(first, high))
-
-    def plan(self, staged: Staged, table, after: int) -> tuple[list, list]:
-        spark = staged.frame.sparkSession
-        changed = staged.frame.filter(F.col(OFFSET) > after)  # the latest change per key, if not committed yet
-        upserts = changed.filter(F.col(DIFF) > 0).select(*self.columns)
-        key_filter = self._key_filter(changed)
-        tasks = list(table.scan(row_filter=key_filter).plan_files()) if key_filter is not None and \
-            table.current_snapshot() is not None else []
-        if not tasks:
-            return [], write_data_files(upserts, table)
-        existing = scan_frame(spark, table, tasks, upserts.schema)
-        survivors = existing.join(changed.select(*self.key), on=self.key, how="left_anti")
-        rewritten = survivors.unionByName(upserts)
-        # ranges of keys per file keep the next batch's pruning tight
-        rewritten = rewritten.repartitionByRange(spark.sparkContext.defaultParallelism, *self.key) \
-            .sortWithinPartitions(*self.key)
-        return [t.file for t in tasks], write_data_files(rewritten, table)

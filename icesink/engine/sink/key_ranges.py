@@ -1,0 +1,63 @@
+"""Which files may hold a key: the table's files grouped into disjoint ranges of the first key column.
+
+A file's range comes from its manifest bounds, which are exact or (truncated strings) wider, never narrower,
+so a key's live row is always in a file of the one group whose range holds the key. Files whose ranges
+overlap share a group. Without usable bounds everything is one group: correct, only slower.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyiceberg.conversions import from_bytes
+from pyiceberg.types import (BooleanType, DateType, DecimalType, IntegerType, LongType, StringType,
+                             TimestampType, TimestamptzType)
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+_COMPARABLE = (BooleanType, DecimalType, IntegerType, LongType, StringType)  # bounds decode to Spark literals
+_AS_NUMBER = {DateType: F.unix_date, TimestamptzType: F.unix_micros,
+              TimestampType: lambda c: F.unix_micros(c.cast("timestamp"))}  # bounds decode to days / micros
+
+
+@dataclass
+class KeyGroup:
+    low: object
+    high: object
+    tasks: list = field(default_factory=list)
+
+
+def group_files(tasks: list, schema, column: str) -> list[KeyGroup]:
+    """Groups of `tasks` (FileScanTasks) whose ranges of `column` are disjoint, in key order."""
+    if not tasks:
+        return []
+    key_field = schema.find_field(column)
+    kind = type(key_field.field_type)
+    ranges = []
+    for task in tasks:
+        low = task.file.lower_bounds.get(key_field.field_id) if task.file.lower_bounds else None
+        high = task.file.upper_bounds.get(key_field.field_id) if task.file.upper_bounds else None
+        if low is None or high is None or not (kind in _COMPARABLE or kind in _AS_NUMBER):
+            return [KeyGroup(None, None, list(tasks))]
+        ranges.append((from_bytes(key_field.field_type, low), from_bytes(key_field.field_type, high), task))
+    groups: list[KeyGroup] = []
+    for low, high, task in sorted(ranges, key=lambda r: r[0]):
+        if groups and low <= groups[-1].high:
+            groups[-1].high = max(groups[-1].high, high)
+            groups[-1].tasks.append(task)
+        else:
+            groups.append(KeyGroup(low, high, [task]))
+    return groups
+
+
+def group_index(column: Column, column_type, groups: list[KeyGroup]) -> Column:
+    """The index of the group a key belongs to: the last group starting at or below it (the first group for
+    keys below all). Keys between or beyond the ranges join a neighbour, whose range grows."""
+    value = _AS_NUMBER.get(type(column_type), lambda c: c)(column)
+    starts = [g.low for g in groups]
+
+    def search(first: int, last: int) -> Column:  # a balanced tree of comparisons: log2(groups) per row
+        if first == last:
+            return F.lit(first)
+        middle = (first + last + 1) // 2
+        return F.when(value >= F.lit(starts[middle]), search(middle, last)).otherwise(search(first, middle - 1))
+    return search(0, len(groups) - 1)
