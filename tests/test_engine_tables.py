@@ -54,3 +54,24 @@ def test_drop_table_removes_its_rows_and_log(orders):
 def test_table_without_primary_key_keeps_duplicates(session):
     session.execute("CREATE TABLE events (kind text, n int); INSERT INTO events VALUES ('a', 1), ('a', 1)")
     assert rows(session, "SELECT kind, count(*) FROM events GROUP BY kind") == [("a", 2)]
+
+
+def test_the_log_is_compacted_below_what_every_reader_acknowledged(orders, monkeypatch):
+    monkeypatch.setattr("icesink.engine.tables.COMPACT_AT_LEAST", 1)
+    orders.execute("INSERT INTO orders VALUES (1, 'a', 1, true), (2, 'b', 2, true), (3, 'c', 3, true);"
+                   "UPDATE orders SET name = 'a2' WHERE id = 1; DELETE FROM orders WHERE id = 2")
+    table_id, store = orders.catalog.get("orders").id, orders.tables
+    store.acknowledge("u90", table_id, 7)
+    assert store.compact(table_id, {"u90", "u91"}) == 0  # u91 has acknowledged nothing yet
+    store.acknowledge("u91", table_id, 5)
+    assert store.compact(table_id, {"u90", "u91"}) == 2  # up to 5: the first version of row 1 went at 4
+    orders.execute("INSERT INTO orders VALUES (2, 'b2', 2, true);"
+                   "UPDATE orders SET name = 'c2' WHERE id = 3; UPDATE orders SET name = 'c3' WHERE id = 3")
+    store.acknowledge("u91", table_id, 11)
+    # u90 holds the floor at 7, and two new entries are not worth rereading the three compacted ones
+    assert store.compact(table_id, {"u90", "u91"}) == 0
+    assert store.compact(table_id, {"u91"}) == 6  # u90's sink was dropped
+    log = store.changes(table_id, 0, store.latest_offset(table_id))
+    assert [(offset, diff, row[:2]) for offset, diff, _, row in log] == [
+        (5, 1, [1, "a2"]), (7, 1, [2, "b2"]), (11, 1, [3, "c3"])]
+    assert store.floor(table_id) == 11

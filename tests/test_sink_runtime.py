@@ -84,6 +84,29 @@ def test_append_replays_to_the_same_state(runtime):
     assert final == [(i, n, Decimal(a)) for i, n, a in expected]
 
 
+def test_acknowledged_changes_are_compacted_and_a_later_sink_starts_from_the_snapshot(runtime):
+    runtime.execute(SETUP + "CREATE SINK first FROM orders INTO ICEBERG CATALOG CONNECTION lake "
+                    "(NAMESPACE 'shop', TABLE 'first') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')")
+    table_id, log = runtime.catalog.get("orders").id, runtime.tables
+    rng = random.Random(5)
+    next_id = random_changes(runtime, rng, 300, 1)
+    for _ in range(4):  # updates and deletes of the same rows: a log much longer than the table
+        next_id = random_changes(runtime, rng, 300, next_id)
+        wait_for(caught_up(runtime, "first", "orders"), what="the first sink to commit every change")
+    wait_for(lambda: log.floor(table_id) > 0, what="the acknowledged log to be compacted")
+    live = len(rows(runtime, "SELECT id FROM orders"))
+    below_floor = log.changes(table_id, 0, log.floor(table_id))
+    assert len(below_floor) <= live and all(diff == 1 for _, diff, _, _ in below_floor)
+
+    runtime.execute("CREATE SINK second FROM orders INTO ICEBERG CATALOG CONNECTION lake "
+                    "(NAMESPACE 'shop', TABLE 'second') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')")
+    random_changes(runtime, rng, 200, next_id)
+    expected = [(i, n, Decimal(a)) for i, n, a in rows(runtime, "SELECT id, name, amount FROM orders ORDER BY id")]
+    for sink in ("first", "second"):
+        wait_for(caught_up(runtime, sink, "orders"), what=f"sink {sink} to commit every change")
+        assert duckdb_rows(iceberg_table(runtime, sink).metadata_location, "id, name, amount", "id") == expected
+
+
 def test_load_generators_resume_exactly_after_a_restart(session, spark):
     session.execute("""
         CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');

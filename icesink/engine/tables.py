@@ -2,6 +2,11 @@
 
 Triggers write the log in the same transaction as the rows, so a write that returns is in both, and a sink
 reading offsets (after, upto] sees every change exactly once, in order.
+
+Readers acknowledge the offset their sink committed. Below the lowest acknowledgment of a table's readers
+(its floor) the log is compacted: a row inserted and later deleted leaves no entry, so what stays is each
+live row's insertion, a consistent snapshot for a sink created later, and the log stays the size of the
+table plus its unacknowledged tail.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from ..errors import CatalogError
 from .planner.types import base_type
 
 TABLES_FILE = "tables.db"
+COMPACT_AT_LEAST = 100  # log entries: fewer are not worth a compaction
 
 _AFFINITY = {
     "smallint": "INTEGER", "integer": "INTEGER", "bigint": "INTEGER", "boolean": "INTEGER",
@@ -43,6 +49,9 @@ class TableStore:
         self.db.execute("CREATE TABLE IF NOT EXISTS changes (offset INTEGER PRIMARY KEY AUTOINCREMENT,"
                         " table_id TEXT NOT NULL, diff INTEGER NOT NULL, ts INTEGER NOT NULL, row TEXT NOT NULL)")
         self.db.execute("CREATE INDEX IF NOT EXISTS changes_by_table ON changes(table_id, offset)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS acknowledged (reader TEXT NOT NULL, table_id TEXT NOT NULL,"
+                        " offset INTEGER NOT NULL, PRIMARY KEY (reader, table_id))")
+        self.db.execute("CREATE TABLE IF NOT EXISTS log_floor (table_id TEXT PRIMARY KEY, offset INTEGER NOT NULL)")
 
     def close(self) -> None:
         self.db.close()
@@ -74,7 +83,8 @@ class TableStore:
     def drop(self, table_id: str) -> None:
         with self.transaction():
             self.db.execute(f"DROP TABLE IF EXISTS {_quote(storage_name(table_id))}")
-            self.db.execute("DELETE FROM changes WHERE table_id = ?", (table_id,))
+            for table in ("changes", "acknowledged", "log_floor"):
+                self.db.execute(f"DELETE FROM {table} WHERE table_id = ?", (table_id,))
 
     def transaction(self):
         return _Transaction(self.db)
@@ -114,6 +124,51 @@ class TableStore:
 
     def changes(self, table_id: str, after: int, upto: int) -> list[tuple[int, int, int, list]]:
         return list(self.iter_changes(table_id, after, upto))
+
+    def floor(self, table_id: str) -> int:
+        """The offset up to which the log is compacted (0: not at all)."""
+        row = self.db.execute("SELECT offset FROM log_floor WHERE table_id = ?", (table_id,)).fetchone()
+        return row[0] if row else 0
+
+    def acknowledge(self, reader: str, table_id: str, offset: int) -> None:
+        """`reader` (a sink) has committed every change of the table up to `offset` and will not read it again."""
+        with self.transaction():
+            self.db.execute("INSERT INTO acknowledged VALUES (?, ?, ?) ON CONFLICT (reader, table_id) DO UPDATE"
+                            " SET offset = max(offset, excluded.offset)", (reader, table_id, offset))
+
+    def compact(self, table_id: str, readers: set[str]) -> int:
+        """Compacts the log below what every one of `readers` (all the table's sinks) acknowledged, once the
+        part to compact is at least as long as the part compacted before (so each change costs O(1) in all).
+        Returns the entries removed."""
+        with self.transaction():
+            acked = dict(self.db.execute("SELECT reader, offset FROM acknowledged WHERE table_id = ?", (table_id,)))
+            for gone in set(acked) - readers:
+                self.db.execute("DELETE FROM acknowledged WHERE reader = ? AND table_id = ?", (gone, table_id))
+            floor, target = self.floor(table_id), min((acked.get(r, 0) for r in readers), default=0)
+            if target <= floor:
+                return 0
+            count = "SELECT count(*) FROM changes WHERE table_id = ? AND offset > ? AND offset <= ?"
+            fresh = self.db.execute(count, (table_id, floor, target)).fetchone()[0]
+            if fresh < max(COMPACT_AT_LEAST, self.db.execute(count, (table_id, 0, floor)).fetchone()[0]):
+                return 0
+            cancelled = _cancelled(self.db.execute("SELECT offset, diff, row FROM changes WHERE table_id = ? AND"
+                                                   " offset <= ? ORDER BY offset", (table_id, target)))
+            self.db.executemany("DELETE FROM changes WHERE offset = ?", ((o,) for o in cancelled))
+            self.db.execute("INSERT INTO log_floor VALUES (?, ?) ON CONFLICT (table_id) DO UPDATE"
+                            " SET offset = excluded.offset", (table_id, target))
+            return len(cancelled)
+
+
+def _cancelled(entries) -> list[int]:
+    """The offsets of insertions later deleted, and of those deletions."""
+    inserted: dict[str, list[int]] = {}
+    gone = []
+    for offset, diff, row in entries:
+        if diff > 0:
+            inserted.setdefault(row, []).append(offset)
+        elif inserted.get(row):
+            gone += (inserted[row].pop(), offset)
+    return gone
 
 
 class _Transaction:

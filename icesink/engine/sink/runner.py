@@ -14,16 +14,24 @@ from ...errors import NotSupportedYet
 from ..faults import crash_point
 from ..sources.engine_table import EngineTableSource
 from ..sources.generators import GeneratorSource
+from ..tables import TableStore
 from .committer import Committer, Fenced, FrontierConflict
 from .table import IncompatibleTable, ensure_table
 from .writers import AppendWriter, KeyViolation, UpsertWriter
 
 log = logging.getLogger("icesink.sink")
-FATAL = (Fenced, FrontierConflict, IncompatibleTable, KeyViolation, NotSupportedYet)  # need a user's action: status failed
 
 
 class SinkFailed(Exception):
     pass
+
+
+class ProgressBehindLog(Exception):
+    """The sink's progress is older than its engine table's compacted log: the changes after it are gone."""
+
+
+# need a user's action: status failed
+FATAL = (Fenced, FrontierConflict, IncompatibleTable, KeyViolation, NotSupportedYet, ProgressBehindLog)
 
 
 class SinkRunner:
@@ -34,6 +42,7 @@ class SinkRunner:
         self.secret = secret
         self.definition = sink.definition
         self.query = None
+        self.log: TableStore | None = None  # an engine table's change log, when that is the input
         self.frontier = {"offset": 0}
         self.failed: Exception | None = None
         self.error: str | None = None  # why the last batch failed, for status `stalled`
@@ -58,6 +67,7 @@ class SinkRunner:
             progress = self.committer.resume_point()
             if progress is not None:
                 self.frontier = progress.frontier
+            self._check_log()
             stream = self._input_stream().option("columns", json.dumps(self.definition["columns"])) \
                 .option("start", str(self.frontier.get("offset", 0))).load()
         except FATAL as exc:
@@ -80,6 +90,28 @@ class SinkRunner:
         if source.kind == "subsource":
             return source, self.catalog.get_by_id(source.definition["source_id"])
         return source, source
+
+    def _check_log(self) -> None:
+        source, _ = self._upstream()
+        if source.kind != "table" or source.definition.get("source_id"):
+            return
+        self.log = TableStore(self.catalog.data_dir)
+        offset, floor = int(self.frontier.get("offset", 0)), self.log.floor(source.id)
+        if 0 < offset < floor:
+            raise ProgressBehindLog(
+                f"the sink's progress in Iceberg (offset {offset}) is older than what table '{source.name}' keeps "
+                f"of its changes (compacted up to offset {floor}); recreate the sink to start from a snapshot")
+
+    def _acknowledge(self, frontier: dict) -> None:
+        """Tells the engine table this sink will not read up to `frontier` again; the log may shrink."""
+        if self.log is None:
+            return
+        table_id = self.definition["input_id"]
+        self.log.acknowledge(self.sink.id, table_id, int(frontier["offset"]))
+        readers = {s.id for s in self.catalog.sinks() if s.definition.get("input_id") == table_id}
+        removed = self.log.compact(table_id, readers)
+        if removed:
+            log.info("sink %s: compacted %d entries of the change log", self.sink.name, removed)
 
     def _key_checked(self) -> bool:
         """KEY VALUE is an upsert stream (each change replaces its key's row): live rows cannot be counted."""
@@ -108,6 +140,8 @@ class SinkRunner:
         self._batch_done.wait(wait_seconds)
         if self.query is not None and self.query.isActive:
             self.query.stop()
+        if self.log is not None and self._batch_done.is_set():  # else the batch still uses it
+            self.log.close()
 
     def check_fenced(self) -> bool:
         """An idle zombie commits nothing and so would never learn it was fenced: ask the table."""
@@ -146,6 +180,7 @@ class SinkRunner:
             return
         crash_point("committed")  # before the source is acknowledged
         self.frontier = outcome.frontier
+        self._acknowledge(outcome.frontier)
         files = outcome.files
         log.info("sink %s: committed %d changes up to %s in %.2fs (%d files added, %d removed)", self.sink.name,
                  files.rows, outcome.frontier, time.time() - started, len(files.added), len(files.removed))
