@@ -18,6 +18,7 @@ from typing import Iterator, Optional
 import platformdirs
 
 from .schema import MIGRATIONS, VIEWS
+from .sqlite import connect_wal
 
 DATABASE_FILE = "catalog.db"
 
@@ -52,8 +53,7 @@ class Catalog:
         if not self.data_dir.exists():
             self.data_dir.mkdir(mode=0o700, parents=True)
         self.path = self.data_dir / DATABASE_FILE
-        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode = WAL")
+        self.db = connect_wal(self.path)
         self.db.execute("PRAGMA foreign_keys = ON")
         self._migrate()
 

@@ -14,6 +14,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from ..catalog.sqlite import connect_wal
 from ..errors import CatalogError
 from .planner.types import base_type
 
@@ -42,9 +43,7 @@ def _affinity(type_name: str) -> str:
 
 class TableStore:
     def __init__(self, data_dir: Path):
-        self.db = sqlite3.connect(Path(data_dir) / TABLES_FILE, isolation_level=None, timeout=30,
-                                  check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode = WAL")
+        self.db = connect_wal(Path(data_dir) / TABLES_FILE)
         self.db.execute("PRAGMA synchronous = FULL")  # a write returns only once it is on disk
         self.db.execute("CREATE TABLE IF NOT EXISTS changes (offset INTEGER PRIMARY KEY AUTOINCREMENT,"
                         " table_id TEXT NOT NULL, diff INTEGER NOT NULL, ts INTEGER NOT NULL, row TEXT NOT NULL)")
