@@ -128,7 +128,7 @@ def _upper(planned: BatchFiles) -> dict:
 def _commit_files(table, removed: list, added: list, properties: dict[str, str]) -> int:
     with table.transaction() as tx:
         update = tx.update_snapshot(snapshot_properties=properties)
-        producer = update.overwrite() if removed else update.fast_append()
+        producer = update.overwrite() if removed else update.merge_append()
         with producer:
             for data_file in removed:
                 producer.delete_data_file(data_file)
