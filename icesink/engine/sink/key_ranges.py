@@ -24,6 +24,7 @@ class KeyGroup:
     low: object
     high: object
     tasks: list = field(default_factory=list)
+    ranges: list | None = None  # (low, high) of each task's file, when known
 
 
 def group_files(tasks: list, schema, column: str) -> list[KeyGroup]:
@@ -37,16 +38,57 @@ def group_files(tasks: list, schema, column: str) -> list[KeyGroup]:
         low = task.file.lower_bounds.get(key_field.field_id) if task.file.lower_bounds else None
         high = task.file.upper_bounds.get(key_field.field_id) if task.file.upper_bounds else None
         if low is None or high is None or not (kind in _COMPARABLE or kind in _AS_NUMBER):
-            return [KeyGroup(None, None, list(tasks))]
+            return [KeyGroup(None, None, list(tasks), None)]
         ranges.append((from_bytes(key_field.field_type, low), from_bytes(key_field.field_type, high), task))
     groups: list[KeyGroup] = []
     for low, high, task in sorted(ranges, key=lambda r: r[0]):
         if groups and low <= groups[-1].high:
             groups[-1].high = max(groups[-1].high, high)
             groups[-1].tasks.append(task)
+            groups[-1].ranges.append((low, high))
         else:
-            groups.append(KeyGroup(low, high, [task]))
+            groups.append(KeyGroup(low, high, [task], [(low, high)]))
     return groups
+
+
+@dataclass(frozen=True)
+class KeyPartition:
+    """A partition field computed from one key column alone: a key's row can only be in its key's partition."""
+    position: int
+    transform: object
+    source_type: object
+    column: str
+
+
+def key_partitions(spec, schema, key: list[str]) -> list[KeyPartition]:
+    """The partition fields computed from a key column whose values compare as plain numbers or strings."""
+    fields = []
+    for position, partition_field in enumerate(spec.fields):
+        source = schema.find_field(partition_field.source_id)
+        if source.name in key and isinstance(source.field_type, (IntegerType, LongType, StringType)):
+            fields.append(KeyPartition(position, partition_field.transform, source.field_type, source.name))
+    return fields
+
+
+def files_holding(group: KeyGroup, changes, column: str, partitions: list[KeyPartition]) -> list[int]:
+    """Indexes of the group's files that may hold a row of `changes` (an Arrow table of keys): by their key
+    range, and by their partition where it follows from the key."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    chosen = list(range(len(group.tasks)))
+    if group.ranges is not None:
+        keys = changes[column]
+        if pa.types.is_date(keys.type) or pa.types.is_timestamp(keys.type):  # as the bounds decode: days, micros
+            keys = keys.cast(pa.int32() if pa.types.is_date(keys.type) else pa.int64())
+        chosen = [i for i in chosen if pc.any(pc.and_(pc.greater_equal(keys, group.ranges[i][0]),
+                                                      pc.less_equal(keys, group.ranges[i][1]))).as_py()]
+    if partitions and chosen:
+        values = [p.transform.pyarrow_transform(p.source_type)(changes[p.column]).to_pylist() for p in partitions]
+        changed = set(zip(*values))
+        chosen = [i for i in chosen
+                  if tuple(group.tasks[i].file.partition[p.position] for p in partitions) in changed]
+    return chosen
 
 
 def group_index(column: Column, column_type, groups: list[KeyGroup]) -> Column:

@@ -6,8 +6,8 @@ file metadata (pickled DataFile objects) and the batch's tally do.
 - UpsertWriter: copy-on-write. The table's files are grouped by the ranges of keys they cover; each change
   goes to the group whose range holds its key, and one task per group keeps the last change per key, reads
   the group's files, drops the changed keys' old rows, and writes the rest with the new rows, sorted by key
-  and cut into files of a bounded size. The commit swaps the rewritten groups' files in one snapshot.
-  Groups without changes are not read.
+  and cut into files of a bounded size. Only files whose key range (and, where the partition follows from
+  the key, partition) holds a changed key are read and replaced; the commit swaps them in one snapshot.
 - AppendWriter: every change becomes a row with _mz_diff and _mz_timestamp; nothing is rewritten.
 A merge-on-read writer with position deletes can take UpsertWriter's place behind the same method.
 """
@@ -22,7 +22,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..sources.engine_table import DIFF, OFFSET, TS
-from .key_ranges import KeyGroup, group_files, group_index
+from .key_ranges import KeyGroup, files_holding, group_files, group_index, key_partitions
 
 RESULT_SCHEMA = "kind string, payload binary"  # what a write task reports, one row per fact
 PID = "_icesink_group"
@@ -99,7 +99,8 @@ def _collect(results: DataFrame, groups: list[KeyGroup] | None = None) -> BatchF
         if row.kind == "added":
             files.added.append(payload)
         elif row.kind == "rewrote":
-            files.removed.extend(task.file for task in groups[payload].tasks)
+            group, indexes = payload
+            files.removed.extend(groups[group].tasks[i].file for i in indexes)
         elif row.kind == "violation":
             raise KeyViolation(payload)
         else:
@@ -192,12 +193,13 @@ class UpsertWriter:
         else:  # an empty table: ranges of keys per task keep the files' ranges apart for the next batch
             changed = changed.withColumn(PID, F.lit(0))
             changed = changed.repartitionByRange(spark.sparkContext.defaultParallelism, *self.key)
-        merge = _merge_groups(*_io_of(table), self.key, self.columns, self.enforced,
-                              {i: g.tasks for i, g in enumerate(groups)})
+        partitions = key_partitions(table.spec(), table.schema(), self.key)
+        merge = _merge_groups(*_io_of(table), self.key, self.columns, self.enforced, dict(enumerate(groups)),
+                              partitions)
         return _collect(changed.mapInArrow(merge, RESULT_SCHEMA), groups)
 
 
-def _merge_groups(metadata_json, io_properties, location, key, columns, enforced, group_tasks: dict):
+def _merge_groups(metadata_json, io_properties, location, key, columns, enforced, groups: dict, partitions):
     """An executor function: the changes of some key groups in, result rows out (see _collect)."""
     def merge(batches):
         import pyarrow as pa
@@ -220,12 +222,13 @@ def _merge_groups(metadata_json, io_properties, location, key, columns, enforced
                 break
             latest = _latest(rows, key)
             upserts = _conform(latest.filter(pc.greater(latest[DIFF], 0)).select(columns), schema)
-            tasks = group_tasks.get(pid)
-            if tasks:
+            changed_keys = _conform(latest.select(columns), schema).select(key)
+            holding = files_holding(groups[pid], changed_keys, key[0], partitions) if pid in groups else []
+            if holding:
+                tasks = [groups[pid].tasks[i] for i in holding]
                 existing = _conform(ArrowScan(metadata, io, metadata.schema(), AlwaysTrue()).to_table(tasks), schema)
-                changed_keys = _conform(latest.select(columns), schema).select(key)
                 upserts = pa.concat_tables([_without_keys(existing, changed_keys, key), upserts])
-                facts.append({"kind": "rewrote", "payload": pickle.dumps(pid)})
+                facts.append({"kind": "rewrote", "payload": pickle.dumps((pid, holding))})
             facts.extend(_write(metadata, io, upserts.sort_by([(k, "ascending") for k in key])))
         yield _facts(facts)
     return merge
