@@ -1,8 +1,10 @@
 """Commit latency against commit count: 1,000 small commits through the sink's committer into one table.
 
-    .venv/bin/python bench/commits.py [--commits 1000] [--rows 100]
+    .venv/bin/python bench/commits.py [--commits 1000] [--rows 100] [--mode append|upsert]
 
 Without Spark: it isolates what ages as a table gathers snapshots (metadata size, manifests, expiry).
+`append` adds a file per commit, like MODE APPEND; `upsert` replaces the file the previous commit wrote,
+beside 100 files nobody changes, like MODE UPSERT with changes in one range of keys.
 The target: latency after 1,000 commits within 2x of the first.
 """
 from __future__ import annotations
@@ -28,10 +30,14 @@ from icesink.engine.sink.table import ensure_table  # noqa: E402
 from icesink.engine.sink.writers import BatchFiles  # noqa: E402
 
 
+COLD_FILES = 100
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--rows", type=int, default=100)
+    parser.add_argument("--mode", choices=("append", "upsert"), default="append")
     args = parser.parse_args()
     directory = Path(tempfile.mkdtemp(prefix="icesink-commits-"))
     catalog = SqlCatalog("bench", uri=f"sqlite:///{directory}/catalog.db", warehouse=f"file://{directory}")
@@ -39,6 +45,7 @@ def main() -> None:
                   "columns": [{"name": "id", "type": "bigint"}, {"name": "v", "type": "text"}]}
     ensure_table(catalog, definition)
     committer = Committer(lambda: catalog.load_table(("bench", "t")), "u1", 1)
+    hot: list = []  # upsert: the file the previous commit wrote
 
     def plan(table, after):
         rows = pa.table({"id": pa.array(range(after, after + args.rows), pa.int64()),
@@ -46,19 +53,29 @@ def main() -> None:
                          "_mz_timestamp": pa.array([0] * args.rows, pa.int64())})
         rows = rows.cast(table.schema().as_arrow())
         added = list(_dataframe_to_data_files(table.metadata, rows, table.io, write_uuid=uuid.uuid4()))
-        return BatchFiles([], added, args.rows, after + args.rows, 0)
+        removed = []
+        if args.mode == "upsert" and after >= COLD_FILES * args.rows:  # as the table lists it, like a sink's plan
+            replaced = {f.file_path for f in hot}
+            removed = [task.file for task in table.scan().plan_files() if task.file.file_path in replaced]
+        hot[:] = added
+        return BatchFiles(removed, added, args.rows, after + args.rows, 0)
 
-    latencies = []
-    for n in range(args.commits):
-        started = time.perf_counter()
+    for n in range(COLD_FILES if args.mode == "upsert" else 0):
         committer.commit({"offset": n * args.rows}, plan)
+    start = COLD_FILES if args.mode == "upsert" else 0
+    latencies = []
+    for n in range(start, start + args.commits):
+        started = time.perf_counter()
+        outcome = committer.commit({"offset": n * args.rows}, plan)
+        committer.expire_snapshots(outcome.snapshot_id)
         latencies.append(time.perf_counter() - started)
     table = catalog.load_table(("bench", "t"))
     first, last = statistics.median(latencies[:20]), statistics.median(latencies[-20:])
-    print(f"{args.commits} commits of {args.rows} rows: first 20 median {first * 1000:.0f} ms, "
+    print(f"{args.commits} {args.mode} commits of {args.rows} rows: first 20 median {first * 1000:.0f} ms, "
           f"last 20 median {last * 1000:.0f} ms ({last / first:.2f}x); "
-          f"snapshots kept {len(table.metadata.snapshots)}, metadata log {len(table.metadata.metadata_log)}")
-    for mark in (1, 100, 250, 500, 750, args.commits):
+          f"snapshots kept {len(table.metadata.snapshots)}, metadata log {len(table.metadata.metadata_log)}, "
+          f"manifests {len(table.current_snapshot().manifests(table.io))}")
+    for mark in sorted({m for m in (1, 100, 250, 500, 750) if m < args.commits} | {args.commits}):
         window = latencies[max(0, mark - 20):mark]
         print(f"  commits {max(1, mark - 19)}-{mark}: median {statistics.median(window) * 1000:.0f} ms")
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table.snapshots import Operation
+from pyiceberg.table.update.snapshot import _OverwriteFiles
 
 from ..faults import crash_point
 from .progress import Progress, latest_progress, summary_properties
@@ -99,12 +101,12 @@ class Committer:
                 log.info("sink %s: commit attempt %d lost a race (%s); planning again", self.sink_id, attempt, exc)
                 continue
             self.commits += 1
-            self._expire(snapshot_id)
             return Outcome(snapshot_id, False, frontier, planned)
         raise CommitConflict(f"{MAX_ATTEMPTS} commit attempts in a row lost to concurrent commits")
 
-    def _expire(self, newest: int) -> None:
-        """Expires all but the newest snapshots every few commits; never the one holding our progress."""
+    def expire_snapshots(self, newest: int) -> None:
+        """Expires all but the newest snapshots every few commits; never the one holding our progress. Called
+        once the commit is visible and acknowledged, so that maintenance does not delay either."""
         if self.commits % KEEP_SNAPSHOTS:
             return
         table = self.load_table()
@@ -125,10 +127,20 @@ def _upper(planned: BatchFiles) -> dict:
     return {"offset": int(planned.upper_offset)}
 
 
+class _Overwrite(_OverwriteFiles):
+    """pyiceberg 0.12's overwrite carries a manifest that holds only deleted entries into every later snapshot,
+    so an upserting table's manifest list, and each commit's cost, grew with its age. Such manifests are
+    dropped here, as Java Iceberg drops them."""
+
+    def _existing_manifests(self):
+        return [m for m in super()._existing_manifests() if m.has_added_files() or m.has_existing_files()]
+
+
 def _commit_files(table, removed: list, added: list, properties: dict[str, str]) -> int:
     with table.transaction() as tx:
         update = tx.update_snapshot(snapshot_properties=properties)
-        producer = update.overwrite() if removed else update.merge_append()
+        producer = _Overwrite(operation=Operation.OVERWRITE, transaction=tx, io=table.io,
+                              snapshot_properties=properties) if removed else update.merge_append()
         with producer:
             for data_file in removed:
                 producer.delete_data_file(data_file)

@@ -192,6 +192,8 @@ class SinkRunner:
                                         last_commit_at=now(), **lag)
         if self.catalog.last_status(self.sink.id) != "running":
             self._status("running", details={"frontier": outcome.frontier, "snapshot_id": outcome.snapshot_id})
+        if not outcome.already_committed:
+            self.committer.expire_snapshots(outcome.snapshot_id)
 
 
 def _first_line(exc: Exception) -> str:
