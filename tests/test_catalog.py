@@ -81,6 +81,17 @@ def test_status_history_shows_in_the_canonical_queries(filled):
     assert [r[1] for r in filled.execute(CANONICAL[1])[0].rows] == ["starting", "stalled"]
 
 
+def test_a_sink_dropped_while_it_starts_keeps_dropped_as_its_last_status(filled):
+    sink_id = filled.catalog.get("orders_lake").id
+    filled.catalog.record_status(sink_id, "sink", "starting")
+    filled.execute("DROP SINK orders_lake")
+    filled.catalog.record_status(sink_id, "sink", "running")  # the runner finishing its start
+    assert filled.catalog.last_status(sink_id) == "dropped"
+    history = rows(filled, f"SELECT status FROM mz_internal.mz_sink_status_history WHERE sink_id = '{sink_id}' "
+                           "ORDER BY occurred_at")
+    assert history == [("starting",), ("dropped",)]
+
+
 def test_canonical_queries_answer_in_under_100_ms(filled):
     for query in CANONICAL:
         filled.execute(query)  # warm

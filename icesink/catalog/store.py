@@ -167,10 +167,13 @@ class Catalog:
     # ------------------------------------------------------------ status and settings
     def record_status(self, object_id: str, object_kind: str, status: str, error: Optional[str] = None,
                       details: Optional[dict] = None, replica_id: Optional[str] = None) -> None:
+        """Appends to the history. A runner's report on an object dropped meanwhile (a sink that was still
+        starting, say) is not recorded: `dropped` stays its last status."""
         with self.transaction() as db:
-            db.execute("INSERT INTO status_history VALUES (?,?,?,?,?,?,?)",
+            db.execute("INSERT INTO status_history SELECT ?,?,?,?,?,?,? WHERE ? = 'dropped' OR EXISTS "
+                       "(SELECT 1 FROM objects WHERE id = ?)",
                        (now(), object_id, object_kind, status, error,
-                        json.dumps(details) if details is not None else None, replica_id))
+                        json.dumps(details) if details is not None else None, replica_id, status, object_id))
 
     def add_statistics(self, object_id: str, replica_id: Optional[str] = None, **increments: int) -> None:
         """Adds to the monotonic counters; `last_commit_at` and `lag_ms` are set, not added."""
