@@ -13,7 +13,7 @@ from ..errors import CatalogError, NotSupportedYet, PlanError
 from .planner.binder import KIND_WORDS
 from .planner.plans import (CreatePlan, DropPlan, IcebergQueryPlan, NoticePlan, QueryPlan, SetSecretPlan,
                             SetVariablePlan, UpdatePlan, ValidatePlan, WritePlan)
-from .tables import TableStore
+from .tables import TableStore, is_engine_table
 
 
 @dataclass
@@ -58,7 +58,7 @@ class Executor:
                     self._insert(child)
                 if plan.secret_value is not None:
                     self.secrets.set(object_id, plan.secret_value)
-                if _is_engine_table(plan.kind, plan.definition):
+                if is_engine_table(plan.kind, plan.definition):
                     self.tables.create(object_id, plan.definition["columns"], plan.definition["primary_key"])
         except sqlite3.IntegrityError:
             raise CatalogError(f"an object named '{plan.name}' (or one of its subsources) was just created by "
@@ -92,7 +92,7 @@ class Executor:
         for obj in plan.objects:
             if obj.kind == "secret":
                 self.secrets.delete(obj.id)
-            elif _is_engine_table(obj.kind, obj.definition):
+            elif is_engine_table(obj.kind, obj.definition):
                 self.tables.drop(obj.id)
         cascaded = [f"{KIND_WORDS[o.kind]} '{o.name}'" for o in plan.objects if o.id not in plan.named]
         notices = list(plan.notices)
@@ -168,7 +168,3 @@ class Executor:
                 message = f"column \"{message[len('no such column: '):]}\" does not exist"
             raise PlanError(message) from None
         return Result(f"SELECT {len(rows)}", columns, rows)
-
-
-def _is_engine_table(kind: str, definition: dict) -> bool:
-    return kind == "table" and not definition.get("source_id")

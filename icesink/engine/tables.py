@@ -28,6 +28,11 @@ _AFFINITY = {
 _TYPEOF = {"INTEGER": "'integer'", "REAL": "'real', 'integer'", "TEXT": "'text'"}
 
 
+def is_engine_table(kind: str, definition: dict) -> bool:
+    """A table whose rows icesink keeps itself, as opposed to a source's subsource."""
+    return kind == "table" and not definition.get("source_id")
+
+
 def storage_name(table_id: str) -> str:
     return f"t_{table_id}"
 
@@ -50,7 +55,8 @@ class TableStore:
         self.db.execute("CREATE INDEX IF NOT EXISTS changes_by_table ON changes(table_id, offset)")
         self.db.execute("CREATE TABLE IF NOT EXISTS acknowledged (reader TEXT NOT NULL, table_id TEXT NOT NULL,"
                         " offset INTEGER NOT NULL, PRIMARY KEY (reader, table_id))")
-        self.db.execute("CREATE TABLE IF NOT EXISTS log_floor (table_id TEXT PRIMARY KEY, offset INTEGER NOT NULL)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS log_floor (table_id TEXT PRIMARY KEY, offset INTEGER NOT NULL,"
+                        " kept INTEGER NOT NULL)")  # kept: entries up to offset that the last compaction left
 
     def close(self) -> None:
         self.db.close()
@@ -126,8 +132,11 @@ class TableStore:
 
     def floor(self, table_id: str) -> int:
         """The offset up to which the log is compacted (0: not at all)."""
-        row = self.db.execute("SELECT offset FROM log_floor WHERE table_id = ?", (table_id,)).fetchone()
-        return row[0] if row else 0
+        return self._floor(table_id)[0]
+
+    def _floor(self, table_id: str) -> tuple[int, int]:
+        row = self.db.execute("SELECT offset, kept FROM log_floor WHERE table_id = ?", (table_id,)).fetchone()
+        return row or (0, 0)
 
     def acknowledge(self, reader: str, table_id: str, offset: int) -> None:
         """`reader` (a sink) has committed every change of the table up to `offset` and will not read it again."""
@@ -143,18 +152,19 @@ class TableStore:
             acked = dict(self.db.execute("SELECT reader, offset FROM acknowledged WHERE table_id = ?", (table_id,)))
             for gone in set(acked) - readers:
                 self.db.execute("DELETE FROM acknowledged WHERE reader = ? AND table_id = ?", (gone, table_id))
-            floor, target = self.floor(table_id), min((acked.get(r, 0) for r in readers), default=0)
+            (floor, kept), target = self._floor(table_id), min((acked.get(r, 0) for r in readers), default=0)
             if target <= floor:
                 return 0
-            count = "SELECT count(*) FROM changes WHERE table_id = ? AND offset > ? AND offset <= ?"
-            fresh = self.db.execute(count, (table_id, floor, target)).fetchone()[0]
-            if fresh < max(COMPACT_AT_LEAST, self.db.execute(count, (table_id, 0, floor)).fetchone()[0]):
+            fresh = self.db.execute("SELECT count(*) FROM changes WHERE table_id = ? AND offset > ? AND offset <= ?",
+                                    (table_id, floor, target)).fetchone()[0]
+            if fresh < max(COMPACT_AT_LEAST, kept):
                 return 0
             cancelled = _cancelled(self.db.execute("SELECT offset, diff, row FROM changes WHERE table_id = ? AND"
                                                    " offset <= ? ORDER BY offset", (table_id, target)))
             self.db.executemany("DELETE FROM changes WHERE offset = ?", ((o,) for o in cancelled))
-            self.db.execute("INSERT INTO log_floor VALUES (?, ?) ON CONFLICT (table_id) DO UPDATE"
-                            " SET offset = excluded.offset", (table_id, target))
+            self.db.execute("INSERT INTO log_floor VALUES (?, ?, ?) ON CONFLICT (table_id) DO UPDATE"
+                            " SET offset = excluded.offset, kept = excluded.kept",
+                            (table_id, target, kept + fresh - len(cancelled)))
             return len(cancelled)
 
 

@@ -8,7 +8,7 @@ from ...catalog.schema import SCHEMA_OF_VIEW, VIEWS
 from ...errors import NotSupportedYet, PlanError
 from ...grammar import ast
 from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
-from ..tables import storage_name
+from ..tables import is_engine_table, storage_name
 from ...grammar.lexical import lex
 from .plans import IcebergQueryPlan, QueryPlan, WritePlan
 from .query import table_refs
@@ -45,7 +45,7 @@ def _engine_table(binder: Binder, ref: ast.TableRef) -> str | None:
         raise PlanError(f"relation \"{ref.name}\" does not exist", ref.name.pos)
     if obj.kind not in RELATION_KINDS:
         raise PlanError(f"'{ref.name}' is {describe(obj)}, which cannot be queried", ref.name.pos)
-    if obj.kind == "table" and not obj.definition.get("source_id"):
+    if is_engine_table(obj.kind, obj.definition):
         return storage_name(obj.id)
     raise NotSupportedYet(f"reading {KIND_WORDS[obj.kind]} '{obj.name}' is not supported yet: {_RUNTIME}",
                           ref.name.pos)

@@ -14,7 +14,7 @@ from ...errors import NotSupportedYet
 from ..faults import crash_point
 from ..sources.engine_table import EngineTableSource
 from ..sources.generators import GeneratorSource
-from ..tables import TableStore
+from ..tables import TableStore, is_engine_table
 from .committer import Committer, Fenced, FrontierConflict
 from .table import IncompatibleTable, ensure_table
 from .writers import AppendWriter, KeyViolation, UpsertWriter
@@ -67,14 +67,16 @@ class SinkRunner:
             progress = self.committer.resume_point()
             if progress is not None:
                 self.frontier = progress.frontier
-            self._check_log()
-            stream = self._input_stream().option("columns", json.dumps(self.definition["columns"])) \
+            source, parent = self._upstream()
+            self._check_log(source)
+            stream = self._input_stream(source, parent) \
+                .option("columns", json.dumps(self.definition["columns"])) \
                 .option("start", str(self.frontier.get("offset", 0))).load()
         except FATAL as exc:
             self._fail(exc)
             raise SinkFailed(str(exc)) from None
         columns = [c["name"] for c in self.definition["columns"]]
-        self.writer = (UpsertWriter(columns, self.definition["key"], self._key_checked())
+        self.writer = (UpsertWriter(columns, self.definition["key"], self._key_checked(parent))
                        if self.definition["mode"] == "upsert" else AppendWriter(columns))
         self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.sink.cluster or "default")
         self.query = (stream.writeStream.queryName(f"icesink-{self.sink.id}-v{self.committer.version}")
@@ -91,9 +93,8 @@ class SinkRunner:
             return source, self.catalog.get_by_id(source.definition["source_id"])
         return source, source
 
-    def _check_log(self) -> None:
-        source, _ = self._upstream()
-        if source.kind != "table" or source.definition.get("source_id"):
+    def _check_log(self, source: CatalogObject) -> None:
+        if not is_engine_table(source.kind, source.definition):
             return
         self.log = TableStore(self.catalog.data_dir)
         offset, floor = int(self.frontier.get("offset", 0)), self.log.floor(source.id)
@@ -108,20 +109,18 @@ class SinkRunner:
             return
         table_id = self.definition["input_id"]
         self.log.acknowledge(self.sink.id, table_id, int(frontier["offset"]))
-        readers = {s.id for s in self.catalog.sinks() if s.definition.get("input_id") == table_id}
+        readers = {o.id for o in self.catalog.dependents(table_id) if o.kind == "sink"}
         removed = self.log.compact(table_id, readers)
         if removed:
             log.info("sink %s: compacted %d entries of the change log", self.sink.name, removed)
 
-    def _key_checked(self) -> bool:
+    def _key_checked(self, parent: CatalogObject) -> bool:
         """KEY VALUE is an upsert stream (each change replaces its key's row): live rows cannot be counted."""
-        _, parent = self._upstream()
         upsert_stream = parent.type == "load-generator" and parent.definition["generator"] == "key value"
         return self.definition.get("key_enforced", True) and not upsert_stream
 
-    def _input_stream(self):
-        source, parent = self._upstream()
-        if source.kind == "table" and not source.definition.get("source_id"):
+    def _input_stream(self, source: CatalogObject, parent: CatalogObject):
+        if is_engine_table(source.kind, source.definition):
             return (self.spark.readStream.format(EngineTableSource.name())
                     .option("data_dir", str(Path(self.catalog.data_dir).resolve())).option("table_id", source.id))
         if parent.type != "load-generator" or parent.definition["generator"] == "tpch":
