@@ -105,8 +105,9 @@ def main() -> None:
     print(f"steady state: {len(steady)} commits, {changes / elapsed:,.0f} upserted rows/s committed "
           f"(changes per commit: median {statistics.median(n for _, n, _, _ in steady):,.0f})")
     latencies = [s for _, _, s, _ in commits.seen]  # from the first commit: latency against commit count
-    print(f"batch latency (read, merge, write, commit): first {latencies[0]:.2f}s, median {statistics.median(latencies):.2f}s,"
-          f" last {latencies[-1]:.2f}s, p95 {percentile(latencies, 0.95):.2f}s over {len(latencies)} commits")
+    print(f"batch latency (read, merge, write, commit): first {latencies[0]:.2f}s, "
+          f"median {statistics.median(latencies):.2f}s, last {latencies[-1]:.2f}s, "
+          f"p95 {percentile(latencies, 0.95):.2f}s over {len(latencies)} commits")
 
     # A tick's changes become visible with the commit whose range holds it. The commit's time is when the sink
     # logged it, a little after the snapshot landed, so these figures err on the slow side. (Snapshot

@@ -138,9 +138,11 @@ class _Overwrite(_OverwriteFiles):
 
 def _commit_files(table, removed: list, added: list, properties: dict[str, str]) -> int:
     with table.transaction() as tx:
-        update = tx.update_snapshot(snapshot_properties=properties)
-        producer = _Overwrite(operation=Operation.OVERWRITE, transaction=tx, io=table.io,
-                              snapshot_properties=properties) if removed else update.merge_append()
+        if removed:
+            producer = _Overwrite(operation=Operation.OVERWRITE, transaction=tx, io=table.io,
+                                  snapshot_properties=properties)
+        else:
+            producer = tx.update_snapshot(snapshot_properties=properties).merge_append()
         with producer:
             for data_file in removed:
                 producer.delete_data_file(data_file)

@@ -6,7 +6,7 @@ overlap share a group. Without usable bounds everything is one group: correct, o
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pyiceberg.conversions import from_bytes
 from pyiceberg.types import (BooleanType, DateType, DecimalType, IntegerType, LongType, StringType,
@@ -21,10 +21,12 @@ _AS_NUMBER = {DateType: F.unix_date, TimestamptzType: F.unix_micros,
 
 @dataclass
 class KeyGroup:
-    low: object
-    high: object
-    tasks: list = field(default_factory=list)
-    ranges: list | None = None  # (low, high) of each task's file, when known
+    tasks: list  # FileScanTasks
+    ranges: list | None  # (low, high) of each task's file in key order, or None when unknown
+
+    @property
+    def low(self):
+        return self.ranges[0][0] if self.ranges else None
 
 
 def group_files(tasks: list, schema, column: str) -> list[KeyGroup]:
@@ -38,16 +40,17 @@ def group_files(tasks: list, schema, column: str) -> list[KeyGroup]:
         low = task.file.lower_bounds.get(key_field.field_id) if task.file.lower_bounds else None
         high = task.file.upper_bounds.get(key_field.field_id) if task.file.upper_bounds else None
         if low is None or high is None or not (kind in _COMPARABLE or kind in _AS_NUMBER):
-            return [KeyGroup(None, None, list(tasks), None)]
+            return [KeyGroup(list(tasks), None)]
         ranges.append((from_bytes(key_field.field_type, low), from_bytes(key_field.field_type, high), task))
     groups: list[KeyGroup] = []
+    reach = None  # the highest key of the last group
     for low, high, task in sorted(ranges, key=lambda r: r[0]):
-        if groups and low <= groups[-1].high:
-            groups[-1].high = max(groups[-1].high, high)
-            groups[-1].tasks.append(task)
-            groups[-1].ranges.append((low, high))
-        else:
-            groups.append(KeyGroup(low, high, [task], [(low, high)]))
+        if not groups or low > reach:
+            groups.append(KeyGroup([], []))
+            reach = high
+        groups[-1].tasks.append(task)
+        groups[-1].ranges.append((low, high))
+        reach = max(reach, high)
     return groups
 
 

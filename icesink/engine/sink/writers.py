@@ -14,8 +14,15 @@ A merge-on-read writer with position deletes can take UpsertWriter's place behin
 from __future__ import annotations
 
 import pickle
+import uuid
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.io import load_file_io
+from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
+from pyiceberg.table.metadata import TableMetadataUtil
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
@@ -24,7 +31,7 @@ from pyspark.sql.types import StructType
 from ..sources.engine_table import DIFF, OFFSET, TS
 from .key_ranges import KeyGroup, files_holding, group_files, group_index, key_partitions
 
-RESULT_SCHEMA = "kind string, payload binary"  # what a write task reports, one row per fact
+RESULT_SCHEMA = pa.schema([("kind", pa.string()), ("payload", pa.binary())])  # a write task's report: a row a fact
 PID = "_icesink_group"
 DEFAULT_TARGET_FILE_BYTES = 8 << 20  # in memory, as pyiceberg measures it; small files keep rewrites small
 
@@ -48,34 +55,23 @@ def _io_of(table) -> tuple[str, dict, str]:
 
 
 def _executor_context(metadata_json: str, io_properties: dict, location: str):
-    from pyiceberg.io import load_file_io
-    from pyiceberg.table.metadata import TableMetadataUtil
-
     return TableMetadataUtil.parse_raw(metadata_json), load_file_io(io_properties, location)
 
 
 def _tally(rows):
     """The tally of one task's changes (an Arrow table with OFFSET and TS) as a result row."""
-    import pyarrow.compute as pc
-
     return {"kind": "tally", "payload": pickle.dumps((rows.num_rows, pc.max(rows[OFFSET]).as_py(),
                                                       pc.max(rows[TS]).as_py()))}
 
 
 def _conform(rows, schema):
     """`rows` with the table's columns in its order and types; optional columns the sink lacks are null."""
-    import pyarrow as pa
-
     columns = [rows[f.name] if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type) for f in schema]
     return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _write(metadata, io, rows):
     """Result rows for the data files holding `rows`, cut into files of the table's target size."""
-    import uuid
-
-    from pyiceberg.io.pyarrow import _dataframe_to_data_files
-
     if not rows.num_rows:
         return
     target = int(metadata.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES))
@@ -87,9 +83,7 @@ def _write(metadata, io, rows):
 
 
 def _facts(facts: list[dict]):
-    import pyarrow as pa
-
-    return pa.RecordBatch.from_pylist(facts, schema=pa.schema([("kind", pa.string()), ("payload", pa.binary())]))
+    return pa.RecordBatch.from_pylist(facts, schema=RESULT_SCHEMA)
 
 
 def _collect(results: DataFrame, groups: list[KeyGroup] | None = None) -> BatchFiles:
@@ -121,8 +115,6 @@ class AppendWriter:
         context = _io_of(table)
 
         def write(batches):
-            import pyarrow as pa
-
             batches = list(batches)
             rows = pa.Table.from_batches(batches) if batches else None
             if rows is None or not rows.num_rows:
@@ -131,21 +123,17 @@ class AppendWriter:
             facts = [_tally(rows), *_write(metadata, io, _conform(rows, metadata.schema().as_arrow()))]
             yield _facts(facts)
 
-        return _collect(frame.mapInArrow(write, RESULT_SCHEMA))
+        return _collect(frame.mapInArrow(write, from_arrow_schema(RESULT_SCHEMA)))
 
 
 def _latest(rows, key: list[str]):
     """The last change per key in source order (offsets are unique, so the newest offset names one row)."""
-    import pyarrow.compute as pc
-
     newest = rows.group_by(key).aggregate([(OFFSET, "max")])[f"{OFFSET}_max"]
     return rows.filter(pc.is_in(rows[OFFSET], value_set=newest))
 
 
 def _violations(rows, key: list[str]) -> str | None:
     """Keys whose changes in this batch add (or remove) more than one live row, described."""
-    import pyarrow.compute as pc
-
     sums = rows.group_by(key).aggregate([(DIFF, "sum")])
     bad = sums.filter(pc.greater(pc.abs(sums[f"{DIFF}_sum"]), 1))
     if not bad.num_rows:
@@ -159,9 +147,6 @@ def _violations(rows, key: list[str]) -> str | None:
 
 def _without_keys(rows, keys, key: list[str]):
     """`rows` less those whose key is among `keys`."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     if len(key) == 1:
         return rows.filter(pc.invert(pc.is_in(rows[key[0]], value_set=keys[key[0]])))
     # join on the keys alone: Arrow's join cannot carry every column type along
@@ -196,17 +181,12 @@ class UpsertWriter:
         partitions = key_partitions(table.spec(), table.schema(), self.key)
         merge = _merge_groups(*_io_of(table), self.key, self.columns, self.enforced, dict(enumerate(groups)),
                               partitions)
-        return _collect(changed.mapInArrow(merge, RESULT_SCHEMA), groups)
+        return _collect(changed.mapInArrow(merge, from_arrow_schema(RESULT_SCHEMA)), groups)
 
 
 def _merge_groups(metadata_json, io_properties, location, key, columns, enforced, groups: dict, partitions):
     """An executor function: the changes of some key groups in, result rows out (see _collect)."""
     def merge(batches):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        from pyiceberg.expressions import AlwaysTrue
-        from pyiceberg.io.pyarrow import ArrowScan
-
         batches = list(batches)
         changes = pa.Table.from_batches(batches) if batches else None
         if changes is None or not changes.num_rows:
@@ -221,8 +201,8 @@ def _merge_groups(metadata_json, io_properties, location, key, columns, enforced
                 facts.append({"kind": "violation", "payload": pickle.dumps(problem)})
                 break
             latest = _latest(rows, key)
-            upserts = _conform(latest.filter(pc.greater(latest[DIFF], 0)).select(columns), schema)
-            changed_keys = _conform(latest.select(columns), schema).select(key)
+            conformed = _conform(latest.select(columns), schema)
+            upserts, changed_keys = conformed.filter(pc.greater(latest[DIFF], 0)), conformed.select(key)
             holding = files_holding(groups[pid], changed_keys, key[0], partitions) if pid in groups else []
             if holding:
                 tasks = [groups[pid].tasks[i] for i in holding]
@@ -238,9 +218,6 @@ def _merge_groups(metadata_json, io_properties, location, key, columns, enforced
 def _read_files(metadata_json: str, io_properties: dict, location: str, arrow_schema):
     """An executor function: pickled FileScanTasks in, their live rows out (deletes applied)."""
     def read(batches):
-        from pyiceberg.expressions import AlwaysTrue
-        from pyiceberg.io.pyarrow import ArrowScan
-
         metadata, io = _executor_context(metadata_json, io_properties, location)
         scan = ArrowScan(metadata, io, metadata.schema(), AlwaysTrue())
         for batch in batches:

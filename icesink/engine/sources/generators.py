@@ -85,9 +85,8 @@ def key_value_batch(options: dict, start_ms: int, first_tick: int, last_tick: in
     schema = pa.schema([("key", pa.int64()), ("value", pa.string()), ("round", pa.int64()),
                         pa.field(OFFSET, pa.int64(), False), pa.field(DIFF, pa.int32(), False),
                         pa.field(TS, pa.int64(), False)])  # as change_schema() declares them
-    table = pa.table([key, pc.cast(pa.array(mixed), pa.string()), round_, (tick << TICK_BITS) | (n % batch),
-                      np.ones(len(n), np.int32), start_ms + (tick - 1) * tick_ms], schema=schema)
-    return table
+    return pa.table([key, pc.cast(pa.array(mixed), pa.string()), round_, (tick << TICK_BITS) | (n % batch),
+                     np.ones(len(n), np.int32), start_ms + (tick - 1) * tick_ms], schema=schema)
 
 
 class TickRange(InputPartition):
