@@ -12,7 +12,8 @@ class Position:
     column: int  # 1-based
     statement: int  # 1-based index of the statement in its input
     statement_kind: str  # e.g. 'CREATE SINK'
-    line_text: str  # the offending line, already redacted
+    line_text: str  # the offending line (or the part of it around the fault), redacted
+    caret: int = 0  # 1-based column of the fault within line_text; 0: the same as `column`
 
     def location(self) -> str:
         return f"{self.source}:{self.line}:{self.column}"
@@ -36,7 +37,7 @@ class IcesinkError(Exception):
         else:
             p = self.position
             text = (f"{p.location()}: {self.kind} in statement {p.statement} ({p.statement_kind}): "
-                    f"{self.message}\n    {p.line_text}\n    {' ' * (p.column - 1)}^")
+                    f"{self.message}\n    {p.line_text}\n    {' ' * ((p.caret or p.column) - 1)}^")
         if self.hint:
             text += f"\nhint: {self.hint}"
         return text

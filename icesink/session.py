@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import logging
+import sys
+import unicodedata
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -10,31 +13,71 @@ from .catalog.store import Catalog, default_data_dir
 from .engine.executor import Executor, Result
 from .engine.planner import SETTINGS, Planner
 from .engine.tables import TableStore
-from .errors import IcesinkError, Position
-from .grammar.lexical import REDACTED, StatementText, secret_spans, split_statements
+from .errors import IcesinkError, PlanError, Position
+from .grammar.lexical import REDACTED, StatementText, split_statements, statement_lexemes, statement_secret_spans
 from .grammar.parser import parse_statement, statement_kind
 
 log = logging.getLogger("icesink")
 
 
-def position_of(source_text: str, stmt: StatementText, offset: Optional[int], index: int,
-                source: str) -> Position:
-    """Line and column of `offset` (into the statement) in the whole input, with the line redacted."""
+# Deep expressions recurse in sqlglot and the binder. From Python 3.11 on, Python calls take no C stack, so a
+# deeper limit is safe; before it, the limit stays and a RecursionError becomes a clear error.
+RECURSION_LIMIT = 20_000 if sys.version_info >= (3, 11) else 0
+ECHO_WIDTH = 160  # characters of a long line shown around the fault
+
+
+def _echo_spans(source_text: str, failing_start: int, parsed: bool) -> list[tuple[int, int]]:
+    """What to mask in the input around a failing statement: the statements before it ran, so they parsed; the
+    failing one parsed unless its error is a syntax error; those after it were never read."""
+    spans = []
+    for stmt, lexemes in statement_lexemes(source_text):
+        ok = True if stmt.start < failing_start else parsed if stmt.start == failing_start else False
+        spans += statement_secret_spans(lexemes, ok)
+    return spans
+
+
+def _visible(text: str) -> str:
+    """Tabs, odd spaces and control characters as one space each, so the caret below stays in its column."""
+    return "".join(" " if c.isspace() or unicodedata.category(c)[0] == "C" else c for c in text)
+
+
+def position_of(source_text: str, stmt: StatementText, offset: Optional[int], index: int, source: str,
+                parsed: bool = True, first_line: int = 1) -> Position:
+    """Line and column of `offset` (into the statement) in the whole input, with the line masked: no secret
+    value of any statement on it, and no literal of a statement that did not parse (`parsed` false)."""
     offset = min(max(offset or 0, 0), len(stmt.text))
     absolute = stmt.start + offset
     line_start = source_text.rfind("\n", 0, absolute) + 1
     line_end = source_text.find("\n", absolute)
     line_end = len(source_text) if line_end < 0 else line_end
-    line, column = source_text.count("\n", 0, absolute) + 1, absolute - line_start + 1
-    shown = source_text[line_start:line_end]
-    for start, end in reversed(secret_spans(stmt.text)):
-        start, end = max(stmt.start + start, line_start), min(stmt.start + end, line_end)
+    line, column = source_text.count("\n", 0, absolute) + first_line, absolute - line_start + 1
+    parts, caret, last = [], column, line_start
+    for start, end in _echo_spans(source_text, stmt.start, parsed):
+        start, end = max(start, line_start), min(end, line_end)
         if start >= end:
             continue
-        shown = shown[:start - line_start] + REDACTED + shown[end - line_start:]
-        if end <= absolute:
-            column += len(REDACTED) - (end - start)
-    return Position(source, line, column, index, statement_kind(stmt.text), shown)
+        parts += [source_text[last:start], REDACTED]
+        if start < absolute:
+            caret -= min(end, absolute) - start - (len(REDACTED) if end <= absolute else 0)
+        last = end
+    shown = _visible("".join(parts) + source_text[last:line_end].rstrip("\r"))
+    if len(shown) > ECHO_WIDTH:
+        left = max(0, min(caret - 1 - ECHO_WIDTH // 2, len(shown) - ECHO_WIDTH))
+        shown = ("…" if left else "") + shown[left:left + ECHO_WIDTH] + ("…" if left + ECHO_WIDTH < len(shown) else "")
+        caret -= left - (1 if left else 0)
+    return Position(source, line, column, index, statement_kind(stmt.text), shown, caret)
+
+
+@contextmanager
+def deep_recursion():
+    previous = sys.getrecursionlimit()
+    if previous < RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
+    try:
+        yield
+    finally:
+        if previous < RECURSION_LIMIT:
+            sys.setrecursionlimit(previous)
 
 
 class Session:
@@ -51,20 +94,29 @@ class Session:
     def setting(self, name: str) -> str:
         return self.settings.get(name) or self.catalog.setting(name) or SETTINGS[name]
 
-    def execute(self, sql: str, source: str = "<input>") -> list[Result]:
-        """Runs every statement in `sql`; stops at the first error, which carries its position."""
-        return list(self.execute_iter(sql, source))
+    def execute(self, sql: str, source: str = "<input>", first_line: int = 1) -> list[Result]:
+        """Runs every statement in `sql`; stops at the first error, which carries its position. `first_line` is
+        the line of `source` where `sql` begins."""
+        return list(self.execute_iter(sql, source, first_line))
 
-    def execute_iter(self, sql: str, source: str = "<input>") -> Iterator[Result]:
+    def execute_iter(self, sql: str, source: str = "<input>", first_line: int = 1) -> Iterator[Result]:
         for index, stmt in enumerate(split_statements(sql), start=1):
-            yield self._execute_one(sql, stmt, index, source)
+            yield self._execute_one(sql, stmt, index, source, first_line)
 
-    def _execute_one(self, sql: str, stmt: StatementText, index: int, source: str) -> Result:
+    def _execute_one(self, sql: str, stmt: StatementText, index: int, source: str, first_line: int) -> Result:
+        parsed = False
         try:
-            plan = self.planner.plan(parse_statement(stmt.text), stmt.text)
-            result = self.executor.run(plan)
+            with deep_recursion():
+                statement = parse_statement(stmt.text)
+                parsed = True
+                result = self.executor.run(self.planner.plan(statement, stmt.text))
+        except RecursionError:
+            error = PlanError(f"the statement is nested too deeply to {'plan' if parsed else 'parse'}; split it "
+                              "into views or simpler statements")
+            error.position = position_of(sql, stmt, 0, index, source, parsed, first_line)
+            raise error from None
         except IcesinkError as exc:
-            exc.position = position_of(sql, stmt, exc.pos, index, source)
+            exc.position = position_of(sql, stmt, exc.pos, index, source, parsed, first_line)
             log.info("statement %d failed: %s", index, exc.message)
             raise
         if self._pending_notices:

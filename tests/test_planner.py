@@ -171,7 +171,7 @@ def test_rule(planned, sql, message):
 
 def test_errors_point_at_the_offending_element(planned):
     error = error_of(planned, sink("KEY (id) PARTITION BY (hour(day)) MODE UPSERT WITH (COMMIT INTERVAL '1s')"))
-    assert error.position.line_text[error.position.column - 1:].startswith("hour(day)")
+    assert error.position.line_text[error.position.caret - 1:].startswith("hour(day)")
     error = error_of(planned, "SELECT 1;\nCREATE TABLE x (\n  a int,\n  b strang\n)")
     assert (error.position.line, error.position.column, error.position.statement) == (4, 5, 2)
 

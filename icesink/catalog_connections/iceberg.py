@@ -6,6 +6,7 @@ import os
 import uuid
 from pathlib import Path
 
+from ..catalog.private import private_file
 from ..errors import NotSupportedYet
 from .base import ConnectionInvalid, Connector
 
@@ -48,6 +49,7 @@ class IcebergCatalogConnector(Connector):
 
         warehouse = self.local_warehouse()
         warehouse.mkdir(parents=True, exist_ok=True)
+        private_file(self.data_dir / LOCAL_CATALOG_FILE)
         for attempt in range(5):
             try:
                 return SqlCatalog("icesink", uri=f"sqlite:///{self.data_dir / LOCAL_CATALOG_FILE}",

@@ -1,136 +1,344 @@
-"""Lexical helpers that must work on malformed input too: splitting a script into
-statements, telling whether input is complete, and masking secret values."""
+"""The one lexer of the dialect, and what must work on malformed input too: splitting a script into statements,
+telling whether input is complete, and masking secret values.
+
+The grammar's terminals for white space, comments, literals, names and numbers are made from `TERMINALS`
+(parser.py adds them to icesink.lark), so the grammar and the masking here agree on where every literal starts
+and ends.
+"""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Iterable, Iterator, NamedTuple
 
 REDACTED = "'<REDACTED>'"
 
-# Option names whose literal values are credentials (compared on the words before the value).
-_SECRET_OPTION_TAILS = (("PASSWORD",), ("SECRET", "ACCESS", "KEY"), ("TOKEN",), ("CREDENTIAL",), ("SSL", "KEY"))
+TERMINALS = {
+    "WS": r"\s+",  # any Unicode white space: a pasted non-breaking space or U+2028 separates words
+    "COMMENT": r"--[^\n]*",
+    "BLOCK_COMMENT": r"/\*[\s\S]*?\*/",
+    # E'…' takes backslash escapes (\' among them); '…' does not. Both double a quote to include it.
+    "STRING": r"[Ee]'(?:[^'\\]|\\[\s\S]|'')*'|'(?:[^']|'')*'",
+    "QUOTED_IDENT": r'"(?:[^"]|"")*"',
+    "IDENT": r"[^\W\d][\w$]*",
+    "NUMBER": r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?",
+}
+_MASTER = re.compile("|".join(f"(?P<{kind}>{pattern})" for kind, pattern in (
+    ("skip", "|".join(TERMINALS[t] for t in ("WS", "COMMENT", "BLOCK_COMMENT"))),
+    ("string", TERMINALS["STRING"]),
+    ("quoted", TERMINALS["QUOTED_IDENT"]),
+    ("word", TERMINALS["IDENT"]),
+    ("number", TERMINALS["NUMBER"]),
+    ("unterminated", r"'[\s\S]*|\"[\s\S]*|/\*[\s\S]*"),  # a literal or comment that runs to the end
+    ("punct", r"[\s\S]"),
+)))
 
 
-@dataclass(frozen=True)
-class Lexeme:
+class Lexeme(NamedTuple):
     kind: str  # 'word', 'string', 'quoted', 'number', 'punct', 'unterminated'
     start: int
     end: int
     text: str
 
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
-_NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+def lex(text: str, start: int = 0) -> Iterator[Lexeme]:
+    """Lexemes from `start` on, skipping white space and comments; never raises."""
+    for match in _MASTER.finditer(text, start):
+        kind = match.lastgroup
+        if kind != "skip":
+            yield Lexeme(kind, match.start(), match.end(), match.group())
 
 
-def lex(text: str):
-    """Yields lexemes, skipping white space and comments; never raises."""
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch.isspace():
-            i += 1
-        elif text.startswith("--", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j + 1
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            i = n if j < 0 else j + 2
-        elif ch == "'" or (ch in "eE" and text.startswith("'", i + 1)):
-            start = i
-            backslash = ch in "eE"
-            i += 2 if backslash else 1
-            while i < n:
-                if backslash and text[i] == "\\":
-                    i += 2
-                elif text[i] == "'":
-                    if text.startswith("'", i + 1):
-                        i += 2
-                    else:
-                        break
-                else:
-                    i += 1
-            if i >= n:
-                yield Lexeme("unterminated", start, n, text[start:])
-                return
-            yield Lexeme("string", start, i + 1, text[start:i + 1])
-            i += 1
-        elif ch == '"':
-            j = text.find('"', i + 1)
-            while j >= 0 and text.startswith('"', j + 1):
-                j = text.find('"', j + 2)
-            if j < 0:
-                yield Lexeme("unterminated", i, n, text[i:])
-                return
-            yield Lexeme("quoted", i, j + 1, text[i:j + 1])
-            i = j + 1
-        elif m := _WORD.match(text, i):
-            yield Lexeme("word", i, m.end(), m.group())
-            i = m.end()
-        elif m := _NUMBER.match(text, i):
-            yield Lexeme("number", i, m.end(), m.group())
-            i = m.end()
+def _is_semicolon(lexeme: Lexeme) -> bool:
+    return lexeme.kind == "punct" and lexeme.text == ";"
+
+
+@lru_cache(maxsize=1)
+def grammar_text() -> str:
+    return resources.files(__package__).joinpath("icesink.lark").read_text()
+
+
+@lru_cache(maxsize=1)
+def keywords() -> frozenset[str]:
+    """Upper-case terminals the grammar uses but does not define: its keywords."""
+    body = re.sub(r'//[^\n]*|"(?:[^"\\]|\\.)*"i?|/(?:[^/\\\n]|\\.)+/', " ", grammar_text())
+    defined = set(re.findall(r"^\s*([A-Z][A-Z0-9_]*)(?:\.\d+)?\s*:", body, re.M)) | set(TERMINALS)
+    return frozenset(set(re.findall(r"\b[A-Z][A-Z0-9_]*\b", body)) - defined)
+
+
+# ---------------------------------------------------------------- literals
+class LiteralError(ValueError):
+    def __init__(self, message: str, pos: int):
+        super().__init__(message)
+        self.pos = pos
+
+
+# Postgres's escapes in E'…': octal and hex give bytes (which must form UTF-8), \u and \U code points.
+_ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|([uU])|([\s\S]))"
+                     r"|('')|([^\\']+)")
+_SIMPLE_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _unescape(body: str, pos: int) -> str:
+    out = bytearray()
+    for m in _ESCAPE.finditer(body):
+        octal, hexa, short, long, bad, other, quote, plain = m.groups()
+        if octal or hexa:
+            out.append(int(octal, 8) & 0xFF if octal else int(hexa, 16))
+        elif short or long:
+            code = int(short or long, 16)
+            if not 0 < code <= 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+                raise LiteralError(f"invalid Unicode escape value {m.group()}", pos + m.start())
+            out += chr(code).encode()
+        elif bad:
+            raise LiteralError("invalid Unicode escape: write \\uXXXX or \\UXXXXXXXX", pos + m.start())
         else:
-            yield Lexeme("punct", i, i + 1, ch)
-            i += 1
+            out += (_SIMPLE_ESCAPES.get(other, other) if other is not None else "'" if quote else plain).encode()
+    try:
+        return out.decode()
+    except UnicodeDecodeError as exc:
+        raise LiteralError(f"invalid byte sequence for encoding UTF8: 0x{out[exc.start]:02x}", pos) from None
 
 
-@dataclass(frozen=True)
-class StatementText:
+def string_value(literal: str, pos: int = 0) -> str:
+    """The value of a string literal as written ('…' or E'…'); `pos` is where it starts, for errors."""
+    if literal[0] in "eE":
+        value = _unescape(literal[2:-1], pos + 2)
+    else:
+        value = literal[1:-1].replace("''", "'")
+    if "\0" in value:
+        raise LiteralError("a string literal cannot contain the NUL character", pos)
+    return value
+
+
+def standard_literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def backslash_literal(value: str) -> str:
+    """A literal for engines that read backslash escapes in '…' (Spark SQL)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def rewrite_for_engine(text: str, literal=standard_literal) -> str:
+    """A statement that parsed, as another SQL engine (SQLite through sqlglot, Spark) reads it alike: every string
+    literal in that engine's form and white space it may not know as plain spaces."""
+    out = []
+    for match in _MASTER.finditer(text):
+        kind, token = match.lastgroup, match.group()
+        if kind == "string":
+            token = literal(string_value(token))
+        elif kind == "skip":
+            token = "\n" if "\n" in token and not token.startswith("/*") else " "
+        out.append(token)
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- statements
+class StatementText(NamedTuple):
     start: int  # offset of the first character in the input
     text: str
 
 
+def _statement(text: str, begin: int, end: int) -> StatementText:
+    chunk = text[begin:end]
+    lead = len(chunk) - len(chunk.lstrip())
+    return StatementText(begin + lead, chunk.strip())
+
+
+def statement_lexemes(text: str) -> Iterator[tuple[StatementText, list[Lexeme]]]:
+    """Each statement of `text` (cut at top-level semicolons, empty ones dropped) with its lexemes."""
+    begin, lexemes = 0, []
+    for lexeme in lex(text):
+        if _is_semicolon(lexeme):
+            if lexemes:
+                yield _statement(text, begin, lexeme.start), lexemes
+            begin, lexemes = lexeme.end, []
+        else:
+            lexemes.append(lexeme)
+    if lexemes:
+        yield _statement(text, begin, len(text)), lexemes
+
+
 def split_statements(text: str) -> list[StatementText]:
     """Cuts at top-level semicolons; keeps comments inside a statement, drops empty ones."""
-    out, begin = [], 0
-
-    def add(end: int):
-        chunk = text[begin:end]
-        if any(True for _ in lex(chunk)):
-            lead = len(chunk) - len(chunk.lstrip())
-            out.append(StatementText(begin + lead, chunk.strip()))
-
+    begin, has_token, out = 0, False, []
     for lexeme in lex(text):
-        if lexeme.kind == "punct" and lexeme.text == ";":
-            add(lexeme.start)
-            begin = lexeme.end
-    add(len(text))
+        if _is_semicolon(lexeme):
+            if has_token:
+                out.append(_statement(text, begin, lexeme.start))
+            begin, has_token = lexeme.end, False
+        else:
+            has_token = True
+    if has_token:
+        out.append(_statement(text, begin, len(text)))
     return out
 
 
 def is_complete(text: str) -> bool:
     """True when the input ends with a statement terminator outside quotes and comments."""
-    lexemes = list(lex(text))
-    if not lexemes:
-        return False
-    last = lexemes[-1]
-    return last.kind == "punct" and last.text == ";"
+    last = None
+    for last in lex(text):
+        pass
+    return last is not None and _is_semicolon(last)
 
 
-def secret_spans(text: str) -> list[tuple[int, int]]:
-    """Where `text` holds secret values (any literal of CREATE/ALTER SECRET) or literals of credential
-    options. Works on malformed input: an unterminated literal in such a place runs to the end."""
-    lexemes = list(lex(text))
-    words = [x.text.upper() for x in lexemes[:2] if x.kind == "word"]
-    secret_statement = words[:2] in (["CREATE", "SECRET"], ["ALTER", "SECRET"])
-    spans = []
-    for index, lexeme in enumerate(lexemes):
-        if lexeme.kind not in ("string", "unterminated"):
-            continue
-        if secret_statement:  # its only literal is the value, wherever a typo put it
-            spans.append((lexeme.start, lexeme.end))
-            continue
-        before = [x for x in lexemes[:index] if not (x.kind == "punct" and x.text == "=")]
-        if not before or before[-1].kind != "word":
-            continue
-        tail = tuple(x.text.upper() for x in before[-3:] if x.kind == "word")
-        if any(tail[-len(t):] == t for t in _SECRET_OPTION_TAILS):
-            spans.append((lexeme.start, lexeme.end))
+class CompletionTracker:
+    """`is_complete` for input that arrives line by line, in time linear in its length: only the literal or
+    comment still open at the end of the last line is read again."""
+
+    def __init__(self):
+        self._open = ""  # an unterminated literal or comment, to be read again with what follows
+        self.complete = False
+
+    def feed(self, text: str) -> bool:
+        text, self._open = self._open + text, ""
+        for lexeme in lex(text):
+            if lexeme.kind == "unterminated":
+                self._open, self.complete = text[lexeme.start:], False
+                break
+            self.complete = _is_semicolon(lexeme)
+        return self.complete
+
+
+# ---------------------------------------------------------------- secret values
+# Options whose values are credentials, and how far a misspelling of one may stray and still be masked.
+_CREDENTIAL_OPTIONS = ("PASSWORD", "SECRET ACCESS KEY", "SESSION TOKEN", "TOKEN", "CREDENTIAL", "SSL KEY")
+_VALUE_KINDS = ("string", "unterminated", "number", "quoted", "word")
+_LITERAL_KINDS = ("string", "unterminated")
+
+
+def _tolerance(word: str) -> int:
+    return 1 if len(word) <= 6 else 2 if len(word) <= 12 else 3
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance with transpositions (a swap of neighbours counts once); `limit + 1` once beyond it."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous, current = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        before, previous, current = previous, current, [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], before[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+    return current[-1]
+
+
+def _near(word: str, target: str) -> bool:
+    return edit_distance(word, target, _tolerance(target)) <= _tolerance(target)
+
+
+_CREDENTIAL_JOINED = tuple(name.replace(" ", "") for name in _CREDENTIAL_OPTIONS)
+
+
+def _letters(word: str) -> str:
+    return re.sub(r"[^A-Z0-9]", "", word.upper())
+
+
+def _names_credential(words: list[str]) -> bool:
+    """Whether the option words before a value (up to three, nearest last) name a credential, misspelt or not."""
+    for count in range(1, len(words) + 1):
+        joined = "".join(_letters(w) for w in words[-count:])
+        if any(_near(joined, name) for name in _CREDENTIAL_JOINED):
+            return True
+    return False
+
+
+def _credential_value(lexemes: list[Lexeme], index: int) -> bool:
+    lexeme = lexemes[index]
+    if lexeme.kind not in _VALUE_KINDS or (lexeme.kind == "word" and lexeme.text.upper() == "SECRET"):
+        return False  # `PASSWORD SECRET name` names a secret; it holds no value
+    j = index - 1
+    if j >= 0 and lexemes[j].kind == "punct" and lexemes[j].text == "=":
+        j -= 1
+    words = []
+    while j >= 0 and lexemes[j].kind == "word" and len(words) < 3:
+        words.insert(0, lexemes[j].text)
+        j -= 1
+    return bool(words) and _names_credential(words)
+
+
+def _secret_statement_spans(lexemes: list[Lexeme]) -> list[tuple[int, int]]:
+    """CREATE/ALTER SECRET, misspelt or not: every literal, and whatever follows the name (after AS)."""
+    spans = [(x.start, x.end) for x in lexemes if x.kind in _LITERAL_KINDS]
+    i = 1 if _near(_letters(lexemes[0].text), "SECRET") else 2
+    while i < len(lexemes) and lexemes[i].kind == "word" and lexemes[i].text.upper() in ("IF", "NOT", "EXISTS"):
+        i += 1
+    i += 1  # the secret's name
+    while i + 1 < len(lexemes) and lexemes[i].text == "." and lexemes[i + 1].kind in ("word", "quoted"):
+        i += 2
+    if i < len(lexemes) and lexemes[i].kind == "word" and lexemes[i].text.upper() == "AS":
+        i += 1
+    if i < len(lexemes) and not (lexemes[i].kind == "word" and lexemes[i].text.upper() == "RENAME"):
+        spans.append((lexemes[i].start, lexemes[-1].end))
     return spans
 
 
-def redact(text: str) -> str:
-    for start, end in reversed(secret_spans(text)):
-        text = text[:start] + REDACTED + text[end:]
-    return text
+def _is_secret_statement(lexemes: list[Lexeme]) -> bool:
+    """CREATE or ALTER SECRET, or a misspelling of either (but not DROP SECRET or SHOW SECRETS)."""
+    first, second = (lexemes + [None])[:2]
+    if first.kind == "word" and _near(_letters(first.text), "SECRET"):
+        return True
+    verb = first.text.upper()
+    return (second is not None and second.kind == "word" and _near(_letters(second.text), "SECRET")
+            and first.kind == "word" and (verb in ("CREATE", "ALTER") or verb not in keywords()))
+
+
+def statement_secret_spans(lexemes: list[Lexeme], parsed: bool = True) -> list[tuple[int, int]]:
+    """Where one statement's lexemes hold secret values: every value of CREATE/ALTER SECRET, and the value of an
+    option whose name is, or nearly is, a credential's. A statement that did not parse (`parsed` false) shows no
+    literal at all, and when a literal runs to its end (a stray quote shifted where literals begin and end),
+    nothing from its first quote on, nor a bare word right after a literal."""
+    if not lexemes:
+        return []
+    spans = _secret_statement_spans(lexemes) if _is_secret_statement(lexemes) else []
+    spans += [(x.start, x.end) for i, x in enumerate(lexemes) if _credential_value(lexemes, i)]
+    if not parsed:
+        literals = [x for x in lexemes if x.kind in _LITERAL_KINDS]
+        spans += [(x.start, x.end) for x in literals]
+        if any(x.kind == "unterminated" for x in lexemes) and literals:
+            spans.append((literals[0].start, lexemes[-1].end))
+        words = keywords()
+        spans += [(x.start, x.end) for before, x in zip(lexemes, lexemes[1:])
+                  if before.kind == "string" and x.kind in ("word", "number") and x.text.upper() not in words]
+    return _merged(spans)
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(end, out[-1][1]))
+        else:
+            out.append((start, end))
+    return out
+
+
+def secret_spans(text: str, parsed=True) -> list[tuple[int, int]]:
+    """Where `text` (any number of statements) holds secret values. `parsed` says, for all statements or per
+    statement (a function of its index from 1 and its text), whether it parsed."""
+    spans = []
+    for index, (statement, lexemes) in enumerate(statement_lexemes(text), start=1):
+        ok = parsed(index, statement.text) if callable(parsed) else parsed
+        spans += statement_secret_spans(lexemes, ok)
+    return _merged(spans)
+
+
+def mask(text: str, spans: list[tuple[int, int]]) -> str:
+    parts, last = [], 0
+    for start, end in spans:
+        parts += [text[last:start], REDACTED]
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+def redact(text: str, parsed=True) -> str:
+    """`text` with every secret value replaced by '<REDACTED>' (see `secret_spans` for `parsed`)."""
+    return mask(text, secret_spans(text, parsed))

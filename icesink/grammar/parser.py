@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
-from importlib import resources
 
 from lark import Lark, Token, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.exceptions import VisitError
@@ -11,6 +11,7 @@ from lark.lexer import PatternStr
 
 from ..errors import ParseError
 from . import ast
+from .lexical import TERMINALS, grammar_text, keywords, lex, statement_secret_spans
 from .transformer import AstBuilder, SyntaxRuleError
 
 # Expected-token sets that are better said as one phrase: (phrase, tokens that trigger it, tokens it covers).
@@ -43,25 +44,18 @@ _TERMINAL_WORDS = {
 _STATEMENT_KINDS = ("CREATE MATERIALIZED VIEW", "SHOW REDACTED CREATE", "ALTER SYSTEM SET")
 
 
-def _grammar_text() -> str:
-    return resources.files(__package__).joinpath("icesink.lark").read_text()
-
-
-def keywords_of(grammar: str) -> list[str]:
-    """Upper-case terminals the grammar uses but does not define: its keywords."""
-    body = re.sub(r'//[^\n]*|"(?:[^"\\]|\\.)*"i?|/(?:[^/\\\n]|\\.)+/', " ", grammar)
-    defined = set(re.findall(r"^\s*([A-Z][A-Z0-9_]*)(?:\.\d+)?\s*:", body, re.M)) | {"WS"}
-    used = set(re.findall(r"\b[A-Z][A-Z0-9_]*\b", body))
-    return sorted(used - defined)
+MAX_NESTING = 100  # levels of parentheses in one statement
+_LITERAL_PRIORITY = 3  # above keywords: E'…' is a string wherever one fits, not the name E
 
 
 @lru_cache(maxsize=1)
 def _parser() -> tuple[Lark, AstBuilder, dict[str, str]]:
-    grammar = _grammar_text()
-    words = keywords_of(grammar)
+    words = sorted(keywords())
+    terminals = [f"{name}{'.%d' % _LITERAL_PRIORITY if name in ('STRING', 'QUOTED_IDENT') else ''}: "
+                 f"/{pattern.replace('/', chr(92) + '/')}/" for name, pattern in TERMINALS.items()]
     # A keyword is a whole word: priority over names where both fit, and never the prefix of a longer
     # word where only keywords fit ('HOSTNAME' is not HOST followed by NAME).
-    grammar += "\n" + "\n".join(f"{w}.2: /{w.lower()}\\b/i" for w in words) + "\n"
+    grammar = "\n".join([grammar_text(), *terminals, *(f"{w}.2: /{w.lower()}\\b/i" for w in words)]) + "\n"
     lark = Lark(grammar, parser="lalr", lexer="contextual", maybe_placeholders=False, cache=True)
     display = dict(_TERMINAL_WORDS)
     display.update((w, w) for w in words)
@@ -100,13 +94,26 @@ def describe_expected(expected) -> str:
     return ", ".join(items[:-1]) + " or " + items[-1]
 
 
+def shown_char(char: str) -> str:
+    """A character as a message shows it: invisible and control characters by their code point."""
+    if unicodedata.category(char)[0] in "CZ":
+        return f"U+{ord(char):04X}"
+    return f"'{char}'"
+
+
 def _found(text: str, pos: int) -> str:
     if pos >= len(text.rstrip()):
         return "the end of the statement"
-    if text[pos] == "'" or text[pos:pos + 2].lower() == "e'":
+    lexeme = next(lex(text, pos), None)
+    if lexeme is None:
+        return "the end of the statement"
+    if lexeme.kind in ("string", "unterminated") and lexeme.text[0] != "/":
         return "a string literal"  # never echo a literal: it may be a secret value
-    m = re.match(r"[A-Za-z_][A-Za-z0-9_$]*|\d+|\S", text[pos:])
-    return f"'{m.group()}'"
+    if any(start <= pos < end for start, end in statement_secret_spans(list(lex(text)), parsed=False)):
+        return "a value that is not shown, as it may be secret"
+    if lexeme.kind == "punct":
+        return shown_char(lexeme.text)
+    return f"'{lexeme.text}'"
 
 
 def _acceptable(exc: UnexpectedInput, fallback) -> set[str]:
@@ -123,6 +130,8 @@ def _syntax_error(text: str, exc: UnexpectedInput) -> ParseError:
             return ParseError("unterminated string literal", pos)
         if char == '"':
             return ParseError("unterminated quoted identifier", pos)
+        if text.startswith("/*", pos):
+            return ParseError("unterminated /* comment", pos)
         expected = describe_expected(_acceptable(exc, exc.allowed))
         return ParseError(f"expected {expected}, found {_found(text, pos)}", pos)
     if isinstance(exc, UnexpectedToken):
@@ -146,9 +155,22 @@ def _keyword_as_name(exc: UnexpectedInput) -> bool:
     return False
 
 
+def _check_nesting(text: str) -> None:
+    if text.count("(") <= MAX_NESTING:
+        return
+    depth = 0
+    for lexeme in lex(text):
+        if lexeme.kind != "punct":
+            continue
+        depth += {"(": 1, ")": -1}.get(lexeme.text, 0)
+        if depth > MAX_NESTING:
+            raise ParseError(f"the statement nests parentheses more than {MAX_NESTING} deep", lexeme.start)
+
+
 def parse_statement(text: str) -> ast.Statement:
     """Parses one statement (no trailing semicolon). Raises ParseError with an offset into `text`."""
     lark, builder, _ = _parser()
+    _check_nesting(text)
     try:
         tree = lark.parse(text, on_error=_keyword_as_name)
     except UnexpectedInput as exc:
@@ -161,3 +183,11 @@ def parse_statement(text: str) -> ast.Statement:
         raise
     return ast.Select(result) if isinstance(result, ast.Query) else result
 
+
+
+def parses(text: str) -> bool:
+    try:
+        parse_statement(text)
+    except (ParseError, RecursionError):
+        return False
+    return True

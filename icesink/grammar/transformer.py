@@ -1,9 +1,11 @@
 """Turns Lark parse trees into the frozen dataclasses of `ast.py`."""
 from __future__ import annotations
 
-from lark import Token, Transformer
+from lark import Token
+from lark.visitors import Transformer_NonRecursive
 
 from . import ast
+from .lexical import LiteralError, string_value
 
 _IF_NOT_EXISTS = object()
 _IF_EXISTS = object()
@@ -20,23 +22,27 @@ class SyntaxRuleError(Exception):
 
 def make_name(tok: Token) -> ast.Name:
     if tok.type == "QUOTED_IDENT":
-        return ast.Name(tok[1:-1].replace('""', '"'), True, tok.start_pos, tok.end_pos)
+        value = tok[1:-1].replace('""', '"')
+        if not value:
+            raise SyntaxRuleError("a quoted identifier cannot be empty", tok.start_pos)
+        if "\0" in value:
+            raise SyntaxRuleError("a quoted identifier cannot contain the NUL character", tok.start_pos)
+        return ast.Name(value, True, tok.start_pos, tok.end_pos)
     return ast.Name(str(tok).lower(), False, tok.start_pos, tok.end_pos)
 
 
 def unquote_string(tok: Token) -> str:
-    text = str(tok)
-    if text[0] in "eE":
-        body = text[2:-1].replace("''", "'")
-        return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
-    return text[1:-1].replace("''", "'")
+    try:
+        return string_value(str(tok), tok.start_pos)
+    except LiteralError as exc:
+        raise SyntaxRuleError(str(exc), exc.pos) from None
 
 
 def _words(tokens) -> str:
     return " ".join(str(t).upper() for t in tokens if isinstance(t, Token))
 
 
-class AstBuilder(Transformer):
+class AstBuilder(Transformer_NonRecursive):
     def __init__(self, keywords: frozenset[str]):
         super().__init__()
         self.keywords = keywords

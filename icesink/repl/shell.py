@@ -11,8 +11,9 @@ from prompt_toolkit.lexers import PygmentsLexer
 from pygments.lexers.sql import PostgresLexer
 
 from ..catalog.schema import VIEWS
-from ..grammar.lexical import is_complete, redact
-from ..grammar.parser import _grammar_text, keywords_of
+from ..catalog.private import private_file
+from ..grammar.lexical import is_complete, keywords, redact
+from ..grammar.parser import parses
 from ..session import Session
 from .render import make_console
 from .script import ScriptRunner
@@ -28,16 +29,20 @@ Reference: docs in the README; statements follow Materialize's dialect."""
 
 
 class RedactingHistory(FileHistory):
-    """Never keeps a secret value, in memory or in the file."""
+    """Never keeps a secret value, in memory or in the file (owner-only). Each statement of an input is masked on
+    its own; one that does not parse keeps no literal at all."""
+
+    def __init__(self, filename: Path):
+        super().__init__(str(private_file(filename)))
 
     def append_string(self, string: str) -> None:
-        super().append_string(redact(string))
+        super().append_string(redact(string, parsed=lambda _, statement: parses(statement)))
 
 
 class SqlCompleter(Completer):
     def __init__(self, session: Session):
         self.session = session
-        self.keywords = [k for k in keywords_of(_grammar_text())]
+        self.keywords = sorted(keywords())
 
     def get_completions(self, document, complete_event):
         word = document.get_word_before_cursor(WORD=False)
@@ -79,7 +84,7 @@ class Repl:
         self.console = console or make_console()
         self.error_console = error_console or make_console(stderr=True)
         self.runner = ScriptRunner(session, self.console, self.error_console)
-        history = RedactingHistory(str(history_path or session.data_dir / "history"))
+        history = RedactingHistory(history_path or session.data_dir / "history")
         self.prompt = PromptSession(
             message=self._message, multiline=True, key_bindings=_key_bindings(), history=history,
             completer=SqlCompleter(session), lexer=PygmentsLexer(PostgresLexer), complete_while_typing=False,

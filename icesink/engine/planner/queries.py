@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from ...catalog.schema import SCHEMA_OF_VIEW, VIEWS
 from ...errors import NotSupportedYet, PlanError
 from ...grammar import ast
 from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
 from ..tables import is_engine_table, storage_name
-from ...grammar.lexical import lex
+from ...grammar.lexical import backslash_literal, lex, rewrite_for_engine
 from .plans import IcebergQueryPlan, QueryPlan, WritePlan
 from .query import table_refs
 
@@ -55,9 +56,10 @@ def to_sqlite(text: str, storage: dict[str, str] | None = None) -> str:
     """Postgres-flavoured SQL as SQLite runs it: system views lose their schema, engine tables are renamed
     to their storage."""
     try:
-        tree = sqlglot.parse_one(text, read="postgres")
+        tree = normalize_identifiers(sqlglot.parse_one(rewrite_for_engine(text), read="postgres"), dialect="postgres")
     except sqlglot.errors.ParseError as exc:
-        raise PlanError(f"this statement cannot run here: {exc.errors[0]['description']}") from None
+        why = exc.errors[0]["description"] if exc.errors else "SQLite, which runs it, cannot read it"
+        raise PlanError(f"this statement cannot run here: {why}") from None
     storage = storage or {}
     for table in tree.find_all(exp.Table):
         original, renamed = table.name, storage.get(table.name)
@@ -86,7 +88,7 @@ def _plan_iceberg_query(binder: Binder, refs: list[ast.TableRef], text: str) -> 
         edits.append((keyword.start, ref.name.end, view + alias))
     for start, end, replacement in sorted(edits, reverse=True):
         text = text[:start] + replacement + text[end:]
-    return IcebergQueryPlan(text, views)
+    return IcebergQueryPlan(rewrite_for_engine(text, backslash_literal), views)
 
 
 def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | IcebergQueryPlan:
