@@ -13,7 +13,7 @@ from .catalog.store import Catalog, default_data_dir
 from .engine.executor import Executor, Result
 from .engine.planner import SETTINGS, Planner
 from .engine.tables import TableStore
-from .errors import IcesinkError, PlanError, Position
+from .errors import IcesinkError, ParseError, PlanError, Position
 from .grammar.lexical import REDACTED, StatementText, split_statements, statement_lexemes, statement_secret_spans
 from .grammar.parser import parse_statement, statement_kind
 
@@ -80,6 +80,23 @@ def deep_recursion():
             sys.setrecursionlimit(previous)
 
 
+def parse_script(sql: str, source: str = "<input>", first_line: int = 1) -> Iterator[tuple[StatementText, object]]:
+    """Each statement of `sql` with its syntax tree, without executing anything; a syntax error carries its
+    position."""
+    for index, stmt in enumerate(split_statements(sql), start=1):
+        try:
+            with deep_recursion():
+                statement = parse_statement(stmt.text)
+        except RecursionError:
+            error = ParseError("the statement is nested too deeply to parse; split it into simpler statements")
+            error.position = position_of(sql, stmt, 0, index, source, False, first_line)
+            raise error from None
+        except ParseError as exc:
+            exc.position = position_of(sql, stmt, exc.pos, index, source, False, first_line)
+            raise
+        yield stmt, statement
+
+
 class Session:
     def __init__(self, data_dir: Path | str | None = None):
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
@@ -94,13 +111,15 @@ class Session:
     def setting(self, name: str) -> str:
         return self.settings.get(name) or self.catalog.setting(name) or SETTINGS[name]
 
-    def execute(self, sql: str, source: str = "<input>", first_line: int = 1) -> list[Result]:
-        """Runs every statement in `sql`; stops at the first error, which carries its position. `first_line` is
-        the line of `source` where `sql` begins."""
-        return list(self.execute_iter(sql, source, first_line))
+    def execute(self, sql: str, source: str = "<input>", *, first_line: int = 1,
+                first_statement: int = 1) -> list[Result]:
+        """Runs every statement in `sql`; stops at the first error, which carries its position. When `sql` is part
+        of a longer input, `first_line` and `first_statement` say where in `source` it begins."""
+        return list(self.execute_iter(sql, source, first_line=first_line, first_statement=first_statement))
 
-    def execute_iter(self, sql: str, source: str = "<input>", first_line: int = 1) -> Iterator[Result]:
-        for index, stmt in enumerate(split_statements(sql), start=1):
+    def execute_iter(self, sql: str, source: str = "<input>", *, first_line: int = 1,
+                     first_statement: int = 1) -> Iterator[Result]:
+        for index, stmt in enumerate(split_statements(sql), start=first_statement):
             yield self._execute_one(sql, stmt, index, source, first_line)
 
     def _execute_one(self, sql: str, stmt: StatementText, index: int, source: str, first_line: int) -> Result:

@@ -144,7 +144,7 @@ def test_schema_is_versioned(data_dir):
     db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
     db.commit()
     db.close()
-    with pytest.raises(RuntimeError, match="written by a newer icesink"):
+    with pytest.raises(icesink.CatalogError, match="written by a newer icesink"):
         icesink.connect(data_dir)
 
 

@@ -14,7 +14,9 @@ from typing import Callable, Optional
 
 import keyring
 import keyring.errors
-from cryptography.fernet import Fernet
+from cryptography.fernet import Fernet, InvalidToken
+
+from ..errors import CatalogError
 
 SECRETS_DIR = "secrets"
 _INSECURE_BACKENDS = ("keyring.backends.fail", "keyring.backends.null", "keyrings.alt")
@@ -78,7 +80,11 @@ class FileSecrets:
                                    " (mode 0600); set ICESINK_SECRET_STORE=keyring once a keyring is available")
                 except FileExistsError:  # another process created it first
                     pass
-            self._fernet = Fernet(key_file.read_bytes())
+            try:
+                self._fernet = Fernet(key_file.read_bytes())
+            except ValueError:
+                raise CatalogError(f"secret store {key_file}: the key file is damaged; without it the stored "
+                                   "values cannot be read, so set each secret again with ALTER SECRET … AS") from None
         return self._fernet
 
     def _path(self, secret_id: str) -> Path:
@@ -89,7 +95,13 @@ class FileSecrets:
 
     def get(self, secret_id: str) -> Optional[str]:
         path = self._path(secret_id)
-        return self._cipher().decrypt(path.read_bytes()).decode() if path.exists() else None
+        if not path.exists():
+            return None
+        try:
+            return self._cipher().decrypt(path.read_bytes()).decode()
+        except InvalidToken:
+            raise CatalogError(f"secret store {path}: the value cannot be decrypted with {self.directory / 'key'} "
+                               "(one of the two files changed); set the secret again with ALTER SECRET … AS") from None
 
     def delete(self, secret_id: str) -> None:
         self._path(secret_id).unlink(missing_ok=True)

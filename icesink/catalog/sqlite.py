@@ -1,10 +1,14 @@
-"""Opening the SQLite files several icesink processes share."""
+"""Opening the data directory and the SQLite files several icesink processes share."""
 from __future__ import annotations
 
+import errno
+import os
 import sqlite3
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
+from ..errors import CatalogError
 from .private import private_file
 
 BUSY_SECONDS = 30
@@ -27,3 +31,70 @@ def connect_wal(path: Path) -> sqlite3.Connection:
                 db.close()
                 raise
             time.sleep(0.05)
+
+
+_LIMITS = {
+    "parser stack overflow": "the statement nests subqueries too deeply for SQLite, which answers queries over system "
+                             "views and engine tables (it takes about 14 levels)",
+    "Expression tree is too large": "an expression of the statement is too large for SQLite, which answers queries "
+                                    "over system views and engine tables (it takes at most 1,000 terms)",
+}
+
+
+def sqlite_message(exc: sqlite3.Error) -> str:
+    """SQLite's message in words a user of icesink can act on."""
+    message = str(exc)
+    for prefix, words in _LIMITS.items():
+        if message.startswith(prefix):
+            return words
+    if message.startswith("no such column: "):
+        return f"column \"{message[len('no such column: '):]}\" does not exist"
+    return message
+
+
+def _first_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def prepare_data_dir(data_dir: Path) -> None:
+    """Creates the data directory (owner-only) or says in one line why it cannot be used."""
+    try:
+        if data_dir.is_dir():
+            return
+        existing = _first_existing(data_dir.absolute())
+        if existing.exists() and not existing.is_dir():
+            where = "is a file" if existing == data_dir.absolute() else f"is under {existing}, which is a file"
+            raise CatalogError(f"data directory {data_dir} {where}, not a directory")
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CatalogError(f"data directory {data_dir} cannot be created: {exc.strerror.lower()}") from None
+
+
+@contextmanager
+def database_errors(path: Path, what: str):
+    """SQLite's and the file system's complaints about a database file, as one line naming it and the cause."""
+    try:
+        yield
+    except OSError as exc:
+        cause = exc.strerror.lower()
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and not os.access(path.parent, os.W_OK):
+            cause = f"cannot write to the data directory {path.parent} ({cause})"
+        raise CatalogError(f"{what} {path}: {cause}") from None
+    except sqlite3.DatabaseError as exc:
+        raise CatalogError(f"{what} {path}: {_file_cause(path, exc)}") from None
+
+
+def _file_cause(path: Path, exc: sqlite3.DatabaseError) -> str:
+    message = str(exc)
+    directory = path.parent
+    if "not a database" in message or "malformed" in message:
+        return "the file is damaged (not an SQLite database); restore it from a backup or move it away"
+    if "readonly" in message or not os.access(directory, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return (f"cannot write to it: the data directory {directory} or the file is read-only; icesink needs to "
+                "write its data directory")
+    if "unable to open" in message:
+        return "cannot open it: " + ("permission denied" if path.exists() and not os.access(path, os.R_OK)
+                                     else "the data directory is not readable and writable")
+    return message

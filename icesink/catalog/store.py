@@ -17,8 +17,9 @@ from typing import Iterator, Optional
 
 import platformdirs
 
+from ..errors import CatalogError
 from .schema import MIGRATIONS, VIEWS
-from .sqlite import connect_wal
+from .sqlite import connect_wal, database_errors, prepare_data_dir
 
 DATABASE_FILE = "catalog.db"
 
@@ -50,12 +51,17 @@ class CatalogObject:
 class Catalog:
     def __init__(self, data_dir: Path):
         self.data_dir = Path(data_dir)
-        if not self.data_dir.exists():
-            self.data_dir.mkdir(mode=0o700, parents=True)
+        prepare_data_dir(self.data_dir)
         self.path = self.data_dir / DATABASE_FILE
-        self.db = connect_wal(self.path)
-        self.db.execute("PRAGMA foreign_keys = ON")
-        self._migrate()
+        with database_errors(self.path, "catalog"):
+            self.db = connect_wal(self.path)
+            try:
+                self.db.execute("PRAGMA foreign_keys = ON")
+                self._migrate()
+                self._check()
+            except BaseException:
+                self.db.close()
+                raise
 
     def close(self) -> None:
         self.db.close()
@@ -65,7 +71,12 @@ class Catalog:
         with self.transaction():
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
             if version > len(MIGRATIONS):
-                raise RuntimeError(f"catalog {self.path} was written by a newer icesink (schema {version})")
+                raise CatalogError(f"catalog {self.path} was written by a newer icesink (schema version {version}; "
+                                   f"this one knows up to {len(MIGRATIONS)}): upgrade icesink to open it")
+            has_tables = self.db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+            if version < 0 or (version == 0 and has_tables):
+                raise CatalogError(f"catalog {self.path} is damaged: its schema version ({version}) does not match "
+                                   "its tables")
             if version == len(MIGRATIONS):
                 return
             for script in MIGRATIONS[version:]:
@@ -79,6 +90,14 @@ class Catalog:
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('install_id', ?)", (uuid.uuid4().hex,))
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('next_id', '1')")
             self.db.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+
+    def _check(self) -> None:
+        """The rows every statement relies on; a catalog edited by hand may have lost them."""
+        meta = dict(self.db.execute("SELECT key, value FROM meta WHERE key IN ('install_id', 'next_id')"))
+        missing = [key for key in ("install_id", "next_id") if key not in meta]
+        if missing or not str(meta.get("next_id", "")).isdigit():
+            what = f"lacks {' and '.join(missing)}" if missing else "has a next_id that is not a number"
+            raise CatalogError(f"catalog {self.path} is damaged: its meta table {what}")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

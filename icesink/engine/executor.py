@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pyiceberg.exceptions import NoSuchTableError
 from typing import Callable
 
+from ..catalog.sqlite import sqlite_message
 from ..catalog.store import Catalog, CatalogObject, now
 from ..catalog_connections import connector_for
 from ..errors import CatalogError, NotSupportedYet, PlanError
@@ -61,6 +62,9 @@ class Executor:
                 if is_engine_table(plan.kind, plan.definition):
                     self.tables.create(object_id, plan.definition["columns"], plan.definition["primary_key"])
         except sqlite3.IntegrityError:
+            if plan.if_not_exists and self.catalog.get(plan.name) is not None:  # lost a race to another process
+                return Result(result.status, notices=[f"{KIND_WORDS[plan.kind]} '{plan.name}' already exists, "
+                                                      "skipping"])
             raise CatalogError(f"an object named '{plan.name}' (or one of its subsources) was just created by "
                                "another session") from None
         return result
@@ -163,8 +167,6 @@ class Executor:
         try:
             columns, rows = run(plan.sql, plan.params)
         except sqlite3.Error as exc:
-            message = str(exc)
-            if message.startswith("no such column: "):
-                message = f"column \"{message[len('no such column: '):]}\" does not exist"
-            raise PlanError(message) from None
+            missing = str(exc).removeprefix("no such column: ")
+            raise PlanError(sqlite_message(exc), plan.column_positions.get(missing)) from None
         return Result(f"SELECT {len(rows)}", columns, rows)

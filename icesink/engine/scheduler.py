@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -44,12 +45,17 @@ class Scheduler:
         self.slots: dict[str, _Slot] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._lock_file = open(self.data_dir / LOCK_FILE, "a")
+        self._lock_file = os.fdopen(os.open(self.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600), "r+")
         try:
             fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            holder = self._lock_file.read().strip()
             self._lock_file.close()
-            raise AlreadyScheduled(f"another icesink process runs the sinks of {self.data_dir}") from None
+            pid = f" (pid {holder})" if holder.isdigit() else ""
+            raise AlreadyScheduled(f"another icesink process{pid} runs the sinks of {self.data_dir}") from None
+        self._lock_file.truncate(0)
+        self._lock_file.write(str(os.getpid()))
+        self._lock_file.flush()
         self.catalog = Catalog(self.data_dir)
 
     def start(self) -> None:
@@ -61,14 +67,20 @@ class Scheduler:
         while not self._stop.wait(1):
             pass
 
-    def stop(self) -> None:
-        """Stops every sink gracefully: an in-flight batch finishes its commit or is abandoned unwritten."""
+    def stop(self, reason: str = "the icesink process that ran it stopped") -> None:
+        """Stops every sink gracefully: an in-flight batch finishes its commit or is abandoned unwritten. Each
+        sink not failed is then `paused`, Materialize's word for a sink that nothing runs, with the reason."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=120)
-        for slot in self.slots.values():
+        for sink_id, slot in self.slots.items():
             if slot.runner is not None:
                 slot.runner.stop()
+            if not slot.failed:
+                self.catalog.record_status(sink_id, "sink", "paused", details={
+                    "hints": [f"{reason} (pid {os.getpid()}); it resumes from its committed progress when "
+                              "icesink serve, or a shell or script without --no-run, runs again"]})
+        self._lock_file.truncate(0)
         fcntl.flock(self._lock_file, fcntl.LOCK_UN)
         self._lock_file.close()
         self.catalog.close()

@@ -14,7 +14,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from ..catalog.sqlite import connect_wal
+from ..catalog.sqlite import connect_wal, database_errors, sqlite_message
 from ..errors import CatalogError
 from .planner.types import base_type
 
@@ -48,15 +48,17 @@ def _affinity(type_name: str) -> str:
 
 class TableStore:
     def __init__(self, data_dir: Path):
-        self.db = connect_wal(Path(data_dir) / TABLES_FILE)
-        self.db.execute("PRAGMA synchronous = FULL")  # a write returns only once it is on disk
-        self.db.execute("CREATE TABLE IF NOT EXISTS changes (offset INTEGER PRIMARY KEY AUTOINCREMENT,"
-                        " table_id TEXT NOT NULL, diff INTEGER NOT NULL, ts INTEGER NOT NULL, row TEXT NOT NULL)")
-        self.db.execute("CREATE INDEX IF NOT EXISTS changes_by_table ON changes(table_id, offset)")
-        self.db.execute("CREATE TABLE IF NOT EXISTS acknowledged (reader TEXT NOT NULL, table_id TEXT NOT NULL,"
-                        " offset INTEGER NOT NULL, PRIMARY KEY (reader, table_id))")
-        self.db.execute("CREATE TABLE IF NOT EXISTS log_floor (table_id TEXT PRIMARY KEY, offset INTEGER NOT NULL,"
-                        " kept INTEGER NOT NULL)")  # kept: entries up to offset that the last compaction left
+        path = Path(data_dir) / TABLES_FILE
+        with database_errors(path, "engine tables"):
+            self.db = connect_wal(path)
+            self.db.execute("PRAGMA synchronous = FULL")  # a write returns only once it is on disk
+            self.db.execute("CREATE TABLE IF NOT EXISTS changes (offset INTEGER PRIMARY KEY AUTOINCREMENT,"
+                            " table_id TEXT NOT NULL, diff INTEGER NOT NULL, ts INTEGER NOT NULL, row TEXT NOT NULL)")
+            self.db.execute("CREATE INDEX IF NOT EXISTS changes_by_table ON changes(table_id, offset)")
+            self.db.execute("CREATE TABLE IF NOT EXISTS acknowledged (reader TEXT NOT NULL, table_id TEXT NOT NULL,"
+                            " offset INTEGER NOT NULL, PRIMARY KEY (reader, table_id))")
+            self.db.execute("CREATE TABLE IF NOT EXISTS log_floor (table_id TEXT PRIMARY KEY, offset INTEGER NOT NULL,"
+                            " kept INTEGER NOT NULL)")  # kept: entries up to offset that the last compaction left
 
     def close(self) -> None:
         self.db.close()
@@ -110,7 +112,7 @@ class TableStore:
                 message = f"a value for column \"{column}\" does not have the column's type"
             raise CatalogError(f"{what}: {message}") from None
         except sqlite3.Error as exc:
-            raise CatalogError(f"{what}: {exc}") from None
+            raise CatalogError(f"{what}: {sqlite_message(exc)}") from None
 
     def query(self, sql: str, params=()) -> tuple[list[str], list[tuple]]:
         cursor = self.db.execute(sql, params)

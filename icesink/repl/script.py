@@ -7,14 +7,62 @@ from __future__ import annotations
 
 import re
 import time
+from typing import Iterable, Iterator
 
 from ..errors import IcesinkError
-from ..grammar.lexical import is_complete, split_statements
-from ..grammar.parser import parse_statement
-from ..session import Session, position_of
+from ..grammar.lexical import CompletionTracker, split_statements
+from ..session import Session, parse_script
 from .render import make_console, render_error, render_result
 
 _META = re.compile(r"^\s*\\(\w+)\s*(.*)$")
+
+
+class SourceError(IcesinkError):
+    """An input that cannot be read as text. Its message starts with the path (and line and column)."""
+
+    def format(self) -> str:
+        return self.message
+
+
+def lines_of(text: str) -> Iterator[str]:
+    """Lines ending at '\\n' only, so line numbers agree with error positions (str.splitlines also cuts at
+    U+2028, vertical tabs and more)."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end + 1
+        yield text[start:end]
+        start = end
+
+
+def _undecodable(source: str, line: int, data: bytes, exc: UnicodeDecodeError) -> SourceError:
+    column = len(data[:exc.start].decode("utf-8", "replace")) + 1
+    return SourceError(f"{source}:{line}:{column}: not valid UTF-8 (byte 0x{data[exc.start]:02x}); icesink reads "
+                       "UTF-8 only: convert the file, e.g. with iconv -f latin1 -t utf-8")
+
+
+def decode_lines(stream: Iterable[bytes], source: str) -> Iterator[str]:
+    """Lines of a byte stream as text, each decoded as it arrives; raises SourceError at the first bad byte."""
+    for number, data in enumerate(stream, start=1):
+        try:
+            yield data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _undecodable(source, number, data, exc) from None
+
+
+def read_source(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise SourceError(f"{path}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        raise _undecodable(path, line, data[line_start:exc.end + 1], UnicodeDecodeError(
+            exc.encoding, exc.object, exc.start - line_start, exc.end - line_start, exc.reason)) from None
 
 
 class ScriptRunner:
@@ -23,12 +71,16 @@ class ScriptRunner:
         self.console = console
         self.error_console = error_console
         self.last_sql: str | None = None
+        self.ran = 0  # statements in the text of the last run_sql
 
-    def run_sql(self, text: str, source: str) -> bool:
+    def run_sql(self, text: str, source: str, first_line: int = 1, first_statement: int = 1) -> bool:
+        statements = split_statements(text)
+        if statements:
+            self.last_sql = statements[-1].text
+        self.ran = len(statements)
         try:
-            for stmt in split_statements(text):
-                self.last_sql = stmt.text
-            for result in self.session.execute_iter(text, source):
+            for result in self.session.execute_iter(text, source, first_line=first_line,
+                                                     first_statement=first_statement):
                 render_result(self.console, result)
         except IcesinkError as error:
             render_error(self.error_console, error)
@@ -50,37 +102,34 @@ class ScriptRunner:
                 return False
         return True
 
-    def run_text(self, text: str, source: str) -> bool:
-        """Runs a whole script: SQL as it comes, meta-commands on lines of their own between statements."""
-        pending, first_line = "", 0
-        for number, line in enumerate(text.splitlines(keepends=True), start=1):
-            meta = _META.match(line)
-            if meta and (not pending.strip() or is_complete(pending)):
-                if pending.strip() and not self.run_sql("\n" * first_line + pending, source):
-                    return False
-                pending, first_line = "", number
-                if not self.run_meta(meta.group(1), meta.group(2), source, number):
-                    return False
-                continue
-            pending += line
-        return not pending.strip() or self.run_sql("\n" * first_line + pending, source)
+    def run_lines(self, lines: Iterable[str], source: str) -> bool:
+        """Runs each statement as soon as a line completes it, so a program can converse over a pipe; meta-commands
+        on lines of their own between statements. Linear in the input: only an open literal is read again."""
+        pending: list[str] = []
+        first_line, tracker, done = 1, CompletionTracker(), 0
+        try:
+            for number, line in enumerate(lines, start=1):
+                if not pending:
+                    meta = _META.match(line)
+                    if meta:
+                        if not self.run_meta(meta.group(1), meta.group(2), source, number):
+                            return False
+                        continue
+                    if not line.strip():
+                        continue
+                    first_line = number
+                pending.append(line)
+                if tracker.feed(line):
+                    if not self.run_sql("".join(pending), source, first_line, done + 1):
+                        return False
+                    pending, tracker, done = [], CompletionTracker(), done + self.ran
+        except SourceError as error:
+            render_error(self.error_console, error)
+            return False
+        return not pending or self.run_sql("".join(pending), source, first_line, done + 1)
 
-    def run_stream(self, stream, source: str) -> bool:
-        """Executes each statement as soon as its ';' arrives, so a program can converse over a pipe."""
-        pending, first_line, number = "", 0, 0
-        for number, line in enumerate(stream, start=1):
-            meta = _META.match(line)
-            if meta and not pending.strip():
-                if not self.run_meta(meta.group(1), meta.group(2), source, number):
-                    return False
-                first_line = number
-                continue
-            pending += line
-            if is_complete(pending):
-                if not self.run_sql("\n" * first_line + pending, source):
-                    return False
-                first_line, pending = number, ""
-        return not pending.strip() or self.run_sql("\n" * first_line + pending, source)
+    def run_text(self, text: str, source: str) -> bool:
+        return self.run_lines(lines_of(text), source)
 
 
 def check_files(paths: list[str]) -> int:
@@ -88,17 +137,11 @@ def check_files(paths: list[str]) -> int:
     console, error_console = make_console(), make_console(stderr=True)
     for path in paths:
         try:
-            text = open(path, encoding="utf-8").read()
-        except OSError as exc:
-            error_console.print(f"{path}: {exc.strerror}", markup=False)
+            text = read_source(path)
+            sql = "".join("\n" if _META.match(line) else line for line in lines_of(text))
+            count = sum(1 for _ in parse_script(sql, path))
+        except IcesinkError as error:
+            render_error(error_console, error)
             return 1
-        statements = split_statements("\n".join("" if _META.match(line) else line for line in text.split("\n")))
-        for index, stmt in enumerate(statements, start=1):
-            try:
-                parse_statement(stmt.text)
-            except IcesinkError as error:
-                error.position = position_of(text, stmt, error.pos, index, path)
-                render_error(error_console, error)
-                return 1
-        console.print(f"{path}: {len(statements)} statement{'s' if len(statements) != 1 else ''} OK", markup=False)
+        console.print(f"{path}: {count} statement{'s' if count != 1 else ''} OK", markup=False)
     return 0

@@ -9,7 +9,7 @@ from .binder import Binder
 from .create import (plan_create_connection, plan_create_load_generator, plan_create_materialized_view,
                      plan_create_postgres_source, plan_create_secret, plan_create_table,
                      plan_create_table_from_source)
-from .plans import SetVariablePlan, ValidatePlan
+from .plans import CreatePlan, SetVariablePlan, ValidatePlan
 from .queries import plan_select, plan_show, plan_show_columns, plan_show_create, plan_write
 from .sinks import plan_create_sink
 
@@ -39,6 +39,12 @@ class Planner:
         self.settings = settings  # callable: name -> current value
 
     def plan(self, stmt: ast.Statement, text: str):
+        plan = self._plan(stmt, text)
+        if isinstance(plan, CreatePlan):  # the executor skips, too, when another process wins the race
+            plan.if_not_exists = getattr(stmt, "if_not_exists", False)
+        return plan
+
+    def _plan(self, stmt: ast.Statement, text: str):
         b = self.binder
         match stmt:
             case ast.CreateSecret():

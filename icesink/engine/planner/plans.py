@@ -56,6 +56,7 @@ class QueryPlan:
     sql: str  # SQLite
     params: tuple = ()
     target: str = "catalog"  # 'catalog' (system views) or 'tables' (engine tables)
+    column_positions: dict[str, int] = field(default_factory=dict)  # 'col' and 'rel.col' -> where first written
 
 
 @dataclass

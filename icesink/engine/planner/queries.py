@@ -12,7 +12,7 @@ from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
 from ..tables import is_engine_table, storage_name
 from ...grammar.lexical import backslash_literal, lex, rewrite_for_engine
 from .plans import IcebergQueryPlan, QueryPlan, WritePlan
-from .query import table_refs
+from .query import table_refs, walk
 
 _SYSTEM_SCHEMAS = ("mz_catalog", "mz_internal")
 _RUNTIME = "it runs on Spark, which arrives with the sink runtime"
@@ -99,7 +99,18 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
     tables = {name: s for name, s in storage.items() if s}
     if tables and len(tables) != len(storage):
         raise NotSupportedYet("a query that joins engine tables with system views is not supported yet")
-    return QueryPlan(to_sqlite(text, tables), target="tables" if tables else "catalog")
+    return QueryPlan(to_sqlite(text, tables), target="tables" if tables else "catalog",
+                     column_positions=column_positions(stmt))
+
+
+def column_positions(stmt) -> dict[str, int]:
+    """Where each column reference is first written, to point at one that the engine says does not exist."""
+    positions: dict[str, int] = {}
+    for node in walk(stmt):
+        if isinstance(node, ast.ColumnRef):
+            positions.setdefault(".".join(p.value for p in node.parts), node.pos)
+            positions.setdefault(node.column, node.parts[-1].pos)
+    return positions
 
 
 def plan_show(stmt: ast.ShowObjects) -> QueryPlan:

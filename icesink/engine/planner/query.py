@@ -29,14 +29,16 @@ class BoundQuery:
 
 
 def walk(node) -> Iterator[object]:
-    """Every dataclass node and tuple member below `node`, depth first."""
-    yield node
-    if dataclasses.is_dataclass(node):
-        for f in dataclasses.fields(node):
-            yield from walk(getattr(node, f.name))
-    elif isinstance(node, tuple):
-        for item in node:
-            yield from walk(item)
+    """Every dataclass node and tuple member below `node`, depth first (without recursion: a long chain of
+    operators is a deep tree)."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        if dataclasses.is_dataclass(node):
+            stack.extend(getattr(node, f.name) for f in reversed(dataclasses.fields(node)))
+        elif isinstance(node, tuple):
+            stack.extend(reversed(node))
 
 
 def table_refs(query: ast.Query) -> list[ast.TableRef]:
