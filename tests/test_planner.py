@@ -16,11 +16,12 @@ CREATE MATERIALIZED VIEW per_customer AS SELECT customer, count(*) AS n, sum(pri
 CREATE SOURCE auction FROM LOAD GENERATOR AUCTION FOR ALL TABLES;
 CREATE SOURCE shop FROM POSTGRES CONNECTION pg (PUBLICATION 'icesink') FOR TABLES (public.customers);
 """
-SINK = "CREATE SINK s FROM {input} INTO ICEBERG CATALOG CONNECTION {conn} (NAMESPACE 'shop', TABLE 't') {rest}"
+SINK = "CREATE SINK {name} FROM {input} INTO ICEBERG CATALOG CONNECTION {conn} (NAMESPACE 'shop', TABLE '{table}') {rest}"
 
 
-def sink(rest, input="orders", conn="lake"):
-    return SINK.format(input=input, conn=conn, rest=rest)
+def sink(rest, input="orders", conn="lake", name="s"):
+    """One sink per table: a sink named sN writes table tN."""
+    return SINK.format(name=name, input=input, conn=conn, rest=rest, table="t" + name[1:])
 
 
 @pytest.fixture
@@ -178,12 +179,12 @@ def test_errors_point_at_the_offending_element(planned):
 
 def test_key_rules_accept_what_is_unique(planned):
     planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')"))
-    planned.execute(sink("KEY (customer) MODE UPSERT WITH (COMMIT INTERVAL '1min')", input="per_customer").replace("s FROM", "s2 FROM"))
-    planned.execute(sink("KEY (customer) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1 minute')").replace("s FROM", "s3 FROM"))
-    planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1h')", input="bids").replace("s FROM", "s4 FROM"))
+    planned.execute(sink("KEY (customer) MODE UPSERT WITH (COMMIT INTERVAL '1min')", input="per_customer", name="s2"))
+    planned.execute(sink("KEY (customer) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1 minute')", name="s3"))
+    planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1h')", input="bids", name="s4"))
     # a Postgres subsource's columns are known only once the source connects: the key is checked then
-    planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '10s')", input="customers").replace("s FROM", "s5 FROM"))
-    planned.execute(sink("PARTITION BY (bucket(16, _mz_diff), day(placed_at)) MODE APPEND WITH (COMMIT INTERVAL '2s')").replace("s FROM", "s6 FROM"))
+    planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '10s')", input="customers", name="s5"))
+    planned.execute(sink("PARTITION BY (bucket(16, _mz_diff), day(placed_at)) MODE APPEND WITH (COMMIT INTERVAL '2s')", name="s6"))
     got = rows(planned, "SELECT name, envelope_type FROM mz_sinks ORDER BY name")
     assert got == [("s", "upsert"), ("s2", "upsert"), ("s3", "upsert"), ("s4", "upsert"), ("s5", "upsert"), ("s6", "append")]
     intervals = [planned.catalog.get(name).definition["commit_interval_ms"] for name, _ in got]
@@ -262,3 +263,76 @@ def test_validation(planned, tmp_path):
     assert error.message == f"connection 'bad': cannot write to the warehouse {blocked}/wh: Not a directory"
     assert rows(planned, "SELECT count(*) FROM mz_connections WHERE name IN ('r', 'bad')") == [(0,)]
     planned.execute(f"CREATE CONNECTION unchecked TO ICEBERG CATALOG (CATALOG TYPE 'local', WAREHOUSE '{blocked}/wh') WITH (VALIDATE = false)")
+
+
+# ---------------------------------------------------------------- nonsense that used to be accepted silently
+TARGET = "CREATE SINK n FROM orders INTO ICEBERG CATALOG CONNECTION lake ({target}) KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')"
+
+
+@pytest.mark.parametrize("target, message", [
+    ("NAMESPACE '', TABLE 't'", "NAMESPACE is empty: name the Iceberg namespace"),
+    ("NAMESPACE 'shop', TABLE '  '", "TABLE is empty: name the Iceberg table"),
+    ("NAMESPACE 'a..b', TABLE 't'", "NAMESPACE 'a..b' has an empty level"),
+    ("NAMESPACE 'shop', TABLE 'a/b'", "TABLE 'a/b' contains '/', which an Iceberg catalog cannot hold in a name"),
+    ("NAMESPACE 'shop', TABLE E'a\\tb'", "TABLE 'a\tb' contains U+0009"),
+])
+def test_iceberg_names_must_be_names(planned, target, message):
+    error = error_of(planned, TARGET.format(target=target))
+    assert error.message == message or error.message.startswith(message)
+
+
+def test_a_nul_in_a_name_is_refused_where_it_is_written(planned):
+    error = error_of(planned, TARGET.format(target="NAMESPACE 'shop', TABLE E'a\\0b'"))
+    assert isinstance(error, icesink.ParseError) and "NUL character" in error.message
+
+
+def test_two_sinks_cannot_write_one_table(planned):
+    planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')"))
+    error = error_of(planned, sink("KEY (customer) MODE UPSERT WITH (COMMIT INTERVAL '1s')", input="per_customer")
+                     .replace("CREATE SINK s ", "CREATE SINK other "))
+    assert error.message.startswith("sink 's' already writes Iceberg table shop.t in this catalog; two sinks on one "
+                                    "table would fence each other out")
+    # every 'local' connection shares the data directory's catalog
+    planned.execute("CREATE CONNECTION lake2 TO ICEBERG CATALOG (CATALOG TYPE 'local', WAREHOUSE '/tmp/elsewhere')")
+    assert "already writes" in error_of(planned, sink("KEY (id) MODE APPEND", conn="lake2", name="x")
+                                        .replace("TABLE 'tx'", "TABLE 't'")).message
+    planned.execute("DROP SINK s")
+    planned.execute(sink("KEY (customer) MODE UPSERT WITH (COMMIT INTERVAL '1s')", input="per_customer"))
+
+
+@pytest.mark.parametrize("interval, message", [
+    ("'2 days'", "COMMIT INTERVAL must be at most 1 day, not '2 days'"),
+    ("'1000h'", "COMMIT INTERVAL must be at most 1 day, not '1000h'"),
+])
+def test_commit_interval_has_a_ceiling(planned, interval, message):
+    assert error_of(planned, sink(f"KEY (id) MODE UPSERT WITH (COMMIT INTERVAL {interval})")).message == message
+    planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1 day')"))
+
+
+@pytest.mark.parametrize("tick", ["'0s'", "'0ms'", "'0.1ms'"])
+def test_tick_interval_must_be_positive(planned, tick):
+    error = error_of(planned, f"CREATE SOURCE c FROM LOAD GENERATOR COUNTER (TICK INTERVAL {tick})")
+    assert error.message.startswith("TICK INTERVAL must be at least 1 millisecond")
+
+
+def test_iceberg_sinks_can_be_turned_off(planned):
+    planned.execute("ALTER SYSTEM SET enable_iceberg_sink = off")
+    error = error_of(planned, sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')"))
+    assert error.message.startswith("Iceberg sinks are turned off: enable_iceberg_sink is false")
+    planned.execute("ALTER SYSTEM SET enable_iceberg_sink = on")
+    planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')"))
+
+
+@pytest.mark.parametrize("warehouse", ["s3://bucket/wh", "gs://b", "https://example.com/wh", "file://s3://x", ""])
+def test_a_local_warehouse_is_a_directory(planned, warehouse):
+    error = error_of(planned, f"CREATE CONNECTION w TO ICEBERG CATALOG (CATALOG TYPE 'local', WAREHOUSE '{warehouse}')")
+    assert error.message.startswith("a 'local' catalog keeps its warehouse in a directory of this machine")
+
+
+def test_a_relative_local_warehouse_is_taken_in_the_data_directory(planned, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = planned.execute("CREATE CONNECTION w TO ICEBERG CATALOG (CATALOG TYPE 'local', WAREHOUSE 'wh')")[0]
+    expected = str(planned.data_dir.absolute() / "wh")
+    assert result.notices == [f"WAREHOUSE 'wh' is a relative path: it is taken in the data directory, as {expected}"]
+    assert planned.catalog.get("w").definition["options"]["warehouse"] == expected
+    assert (planned.data_dir / "wh").is_dir() and not (tmp_path / "wh").exists()

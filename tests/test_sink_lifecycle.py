@@ -101,3 +101,39 @@ def test_an_incompatible_table_fails_the_sink_with_the_difference(session, sched
     failed = wait_for(lambda: [e for s, e in statuses(session, "orders_lake") if s == "failed"], what="failed")
     assert failed == ["the Iceberg table shop.orders does not fit the sink: missing columns: name string; "
                       "id is string, the sink writes long; required columns the sink does not write: extra"]
+
+
+def test_serve_stopped_by_sigterm_leaves_its_sinks_paused_and_a_new_one_resumes_them(session):
+    import json
+    import signal
+    import subprocess
+
+    from tests.conftest import ICESINK, cli_env
+
+    session.execute(ORDERS + "INSERT INTO orders VALUES (1, 'a')")
+
+    def serve():
+        return subprocess.Popen(ICESINK + ["serve", "--data-dir", str(session.data_dir)], env=cli_env(
+            ICESINK_SPARK_MASTER="local[1]"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def last_status():
+        return rows(session, "SELECT st.status, st.details FROM mz_sinks s JOIN mz_internal.mz_sink_statuses st "
+                             "ON s.id = st.id")[0]
+
+    first = serve()
+    wait_for(lambda: last_status()[0] == "running", what="the sink to run")
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(timeout=120) == 0
+    status, details = last_status()
+    assert status == "paused"
+    assert json.loads(details)["hints"][0].startswith(f"icesink serve stopped (pid {first.pid}); it resumes")
+    second = serve()
+    try:
+        wait_for(lambda: last_status()[0] == "running", what="the sink to run again")
+        session.execute("INSERT INTO orders VALUES (2, 'b')")
+        wait_for(caught_up(session, "orders_lake", "orders"), what="the new row")
+    finally:
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(timeout=120) == 0
+    history = [s for s, _ in statuses(session, "orders_lake")]
+    assert history == ["starting", "running", "paused", "starting", "running", "paused"]

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import errno
+import math
 import os
 import sqlite3
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +16,62 @@ from .private import private_file
 BUSY_SECONDS = 30
 
 
+_raised = threading.local()  # what a Python function called by SQLite raised: SQLite reports only that it failed
+
+
+def sql_function(function):
+    """A Python function for SQLite whose exception keeps its own message (see `sqlite_message`)."""
+    def call(*args):
+        try:
+            return function(*args)
+        except Exception as exc:
+            _raised.error = exc
+            raise
+    return call
+
+
+def _number(value):
+    """A value as SQLite's arithmetic reads it, but refusing text that is no number, as Postgres does."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text)
+        except ValueError:
+            try:
+                return float(text)
+            except ValueError:
+                raise ValueError(f'invalid input syntax for type numeric: "{value}"') from None
+    return value
+
+
+def divide(a, b):
+    """Postgres's `/`: integers truncate toward zero, and dividing by zero is an error (SQLite answers NULL)."""
+    if a is None or b is None:
+        return None
+    a, b = _number(a), _number(b)
+    if b == 0:
+        raise ZeroDivisionError("division by zero")
+    if isinstance(a, int) and isinstance(b, int):
+        quotient = abs(a) // abs(b)
+        return quotient if (a < 0) == (b < 0) else -quotient
+    return a / b
+
+
+def modulo(a, b):
+    """Postgres's `%`: the sign of the dividend, and an error for zero."""
+    if a is None or b is None:
+        return None
+    a, b = _number(a), _number(b)
+    if b == 0:
+        raise ZeroDivisionError("division by zero")
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b * divide(a, b)
+    return math.fmod(a, b)
+
+
+FUNCTIONS = {"icesink_div": divide, "icesink_mod": modulo}
+
+
 def connect_wal(path: Path) -> sqlite3.Connection:
     """A connection in WAL mode, in autocommit (callers say BEGIN). Turning WAL on needs the file to itself for a
     moment, and SQLite answers "locked" at once instead of waiting when another process opens it too: retry."""
@@ -21,6 +79,8 @@ def connect_wal(path: Path) -> sqlite3.Connection:
         if companion == path or companion.exists():
             private_file(companion)
     db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_SECONDS, check_same_thread=False)
+    for name, function in FUNCTIONS.items():
+        db.create_function(name, 2, sql_function(function), deterministic=True)
     deadline = time.monotonic() + BUSY_SECONDS
     while True:
         try:
@@ -41,9 +101,19 @@ _LIMITS = {
 }
 
 
+def raised_in_function(exc: sqlite3.Error) -> Exception | None:
+    """The exception of a Python function that made SQLite fail with `exc`, if one did."""
+    raised = getattr(_raised, "error", None)
+    _raised.error = None
+    return raised if "user-defined function raised exception" in str(exc) else None
+
+
 def sqlite_message(exc: sqlite3.Error) -> str:
     """SQLite's message in words a user of icesink can act on."""
     message = str(exc)
+    raised = raised_in_function(exc)
+    if raised is not None:
+        return str(raised)
     for prefix, words in _LIMITS.items():
         if message.startswith(prefix):
             return words

@@ -12,8 +12,8 @@ from ..catalog.store import Catalog, CatalogObject, now
 from ..catalog_connections import connector_for
 from ..errors import CatalogError, NotSupportedYet, PlanError
 from .planner.binder import KIND_WORDS
-from .planner.plans import (CreatePlan, DropPlan, IcebergQueryPlan, NoticePlan, QueryPlan, SetSecretPlan,
-                            SetVariablePlan, UpdatePlan, ValidatePlan, WritePlan)
+from .planner.plans import (CreatePlan, DropPlan, IcebergQueryPlan, InsertRowsPlan, NoticePlan, QueryPlan,
+                            SetSecretPlan, SetVariablePlan, UpdatePlan, ValidatePlan, WritePlan)
 from .tables import TableStore, is_engine_table
 
 
@@ -47,7 +47,7 @@ class Executor:
 
     # ------------------------------------------------------------ changes
     def _CreatePlan(self, plan: CreatePlan) -> Result:
-        result = Result(f"CREATE {KIND_WORDS[plan.kind].upper()}")
+        result = Result(f"CREATE {KIND_WORDS[plan.kind].upper()}", notices=list(plan.notices))
         if plan.kind == "connection" and plan.validate is not False:
             self._validate_new_connection(plan, result)
         try:
@@ -158,8 +158,12 @@ class Executor:
         return Result(f"SELECT {len(rows)}", list(result.columns), rows)
 
     def _WritePlan(self, plan: WritePlan) -> Result:
-        count = self.tables.write(plan.sql, f"{plan.verb} into table '{plan.table.name}'")
+        count = self.tables.write(plan.sql, f"{plan.verb} into table '{plan.table.name}'", plan.positions)
         return Result(f"{plan.verb} {'0 ' if plan.verb == 'INSERT' else ''}{count}")
+
+    def _InsertRowsPlan(self, plan: InsertRowsPlan) -> Result:
+        count = self.tables.insert_rows(plan.table.id, plan.columns, plan.rows, f"INSERT into table '{plan.table.name}'")
+        return Result(f"INSERT 0 {count}")
 
     # ------------------------------------------------------------ queries
     def _QueryPlan(self, plan: QueryPlan) -> Result:
@@ -167,6 +171,7 @@ class Executor:
         try:
             columns, rows = run(plan.sql, plan.params)
         except sqlite3.Error as exc:
-            missing = str(exc).removeprefix("no such column: ")
-            raise PlanError(sqlite_message(exc), plan.column_positions.get(missing)) from None
+            message = sqlite_message(exc)
+            raise PlanError(message, plan.column_positions.get(str(exc).removeprefix("no such column: "),
+                                                               plan.column_positions.get(message))) from None
         return Result(f"SELECT {len(rows)}", columns, rows)

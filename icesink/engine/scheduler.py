@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..catalog.store import Catalog
+from .failures import cause_of
 from .sink.runner import SinkFailed, SinkRunner
 
 log = logging.getLogger("icesink.scheduler")
@@ -140,7 +141,7 @@ class Scheduler:
         delay = BACKOFF_SECONDS[min(slot.failures, len(BACKOFF_SECONDS) - 1)]
         slot.failures += 1
         slot.retry_at = time.time() + delay
-        message = _cause(exc)
+        message = cause_of(exc)
         self.catalog.record_status(sink.id, "sink", "stalled", message,
                                    {"hints": [f"retrying in {delay}s"], "attempt": slot.failures})
 
@@ -148,13 +149,3 @@ class Scheduler:
         slot = self.slots.pop(sink_id)
         if slot.runner is not None:
             slot.runner.stop()
-
-
-def _cause(exc) -> str:
-    """The innermost message of a Spark/Py4J error: what went wrong, not where."""
-    text = str(getattr(exc, "desc", None) or exc or "stopped")
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if "Error:" in line or "Exception:" in line:
-            return line.split("Error: ", 1)[-1].split("Exception: ", 1)[-1][:500]
-    return (lines[-1] if lines else text)[:500]

@@ -14,9 +14,10 @@ import json
 import sqlite3
 from pathlib import Path
 
-from ..catalog.sqlite import connect_wal, database_errors, sqlite_message
+from ..catalog.sqlite import connect_wal, database_errors, raised_in_function, sql_function, sqlite_message
 from ..errors import CatalogError
 from .planner.types import base_type
+from .values import InvalidValue, column_input, input_function
 
 TABLES_FILE = "tables.db"
 COMPACT_AT_LEAST = 100  # log entries: fewer are not worth a compaction
@@ -37,7 +38,7 @@ def storage_name(table_id: str) -> str:
     return f"t_{table_id}"
 
 
-def _quote(name: str) -> str:
+def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -51,6 +52,7 @@ class TableStore:
         path = Path(data_dir) / TABLES_FILE
         with database_errors(path, "engine tables"):
             self.db = connect_wal(path)
+            self.db.create_function("icesink_in", 3, sql_function(column_input), deterministic=True)
             self.db.execute("PRAGMA synchronous = FULL")  # a write returns only once it is on disk
             self.db.execute("CREATE TABLE IF NOT EXISTS changes (offset INTEGER PRIMARY KEY AUTOINCREMENT,"
                             " table_id TEXT NOT NULL, diff INTEGER NOT NULL, ts INTEGER NOT NULL, row TEXT NOT NULL)")
@@ -64,18 +66,18 @@ class TableStore:
         self.db.close()
 
     def create(self, table_id: str, columns: list[dict], primary_key: list[str]) -> None:
-        table = _quote(storage_name(table_id))
+        table = quote(storage_name(table_id))
         definitions = []
         for column in columns:
             affinity = _affinity(column["type"])
-            check = (f"CONSTRAINT {_quote('type:' + column['name'])} "
-                     f"CHECK (typeof({_quote(column['name'])}) IN ({_TYPEOF[affinity]}, 'null'))")
+            check = (f"CONSTRAINT {quote('type:' + column['name'])} "
+                     f"CHECK (typeof({quote(column['name'])}) IN ({_TYPEOF[affinity]}, 'null'))")
             null = "" if column.get("nullable", True) else " NOT NULL"
-            definitions.append(f"{_quote(column['name'])} {affinity}{null} {check}")
+            definitions.append(f"{quote(column['name'])} {affinity}{null} {check}")
         if primary_key:
-            definitions.append(f"PRIMARY KEY ({', '.join(map(_quote, primary_key))})")
-        new = "json_array(" + ", ".join(f"NEW.{_quote(c['name'])}" for c in columns) + ")"
-        old = "json_array(" + ", ".join(f"OLD.{_quote(c['name'])}" for c in columns) + ")"
+            definitions.append(f"PRIMARY KEY ({', '.join(map(quote, primary_key))})")
+        new = "json_array(" + ", ".join(f"NEW.{quote(c['name'])}" for c in columns) + ")"
+        old = "json_array(" + ", ".join(f"OLD.{quote(c['name'])}" for c in columns) + ")"
         now = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
         log = f"INSERT INTO changes (table_id, diff, ts, row) VALUES ('{table_id}', {{diff}}, {now}, {{row}});"
         with self.transaction():
@@ -84,35 +86,62 @@ class TableStore:
             self.db.execute(f"CREATE TABLE {table} ({', '.join(definitions)}){without_rowid}")
             for event, body in (("INSERT", log.format(diff=1, row=new)), ("DELETE", log.format(diff=-1, row=old)),
                                 ("UPDATE", log.format(diff=-1, row=old) + log.format(diff=1, row=new))):
-                self.db.execute(f"CREATE TRIGGER {_quote(f'log_{table_id}_{event.lower()}')} AFTER {event} ON {table}"
+                self.db.execute(f"CREATE TRIGGER {quote(f'log_{table_id}_{event.lower()}')} AFTER {event} ON {table}"
                                 f" BEGIN {body} END")
 
     def drop(self, table_id: str) -> None:
         with self.transaction():
-            self.db.execute(f"DROP TABLE IF EXISTS {_quote(storage_name(table_id))}")
+            self.db.execute(f"DROP TABLE IF EXISTS {quote(storage_name(table_id))}")
             for table in ("changes", "acknowledged", "log_floor"):
                 self.db.execute(f"DELETE FROM {table} WHERE table_id = ?", (table_id,))
 
     def transaction(self):
         return _Transaction(self.db)
 
-    def write(self, sql: str, what: str) -> int:
-        """Runs one INSERT/UPDATE/DELETE; returns the number of rows it touched."""
+    def write(self, sql: str, what: str, positions: dict[str, int] | None = None) -> int:
+        """Runs one INSERT/UPDATE/DELETE; returns the number of rows it touched. `positions` says where in the
+        statement to point when a column's value (or a division) fails."""
         try:
             with self.transaction():
-                return self.db.execute(sql).rowcount
-        except sqlite3.IntegrityError as exc:
-            message = str(exc)
-            if message.startswith("UNIQUE constraint failed"):
-                message = "duplicate key value violates the primary key"
-            elif message.startswith("NOT NULL constraint failed: "):
-                message = f"null value in column \"{message.rsplit('.', 1)[-1]}\" violates its NOT NULL constraint"
-            elif message.startswith("CHECK constraint failed: type:"):
-                column = message.split("type:", 1)[1]
-                message = f"a value for column \"{column}\" does not have the column's type"
-            raise CatalogError(f"{what}: {message}") from None
+                self.db.execute(sql)
+                return self.db.execute("SELECT changes()").fetchone()[0]  # rowcount is -1 after WITH … INSERT
         except sqlite3.Error as exc:
-            raise CatalogError(f"{what}: {sqlite_message(exc)}") from None
+            raised = raised_in_function(exc)
+            if raised is None:
+                raise _write_error(what, exc) from None
+            column = getattr(raised, "column", None)
+            where = (positions or {}).get(column if column else "division by zero")
+            raise CatalogError(f"{what}{f', column {chr(34)}{column}{chr(34)}' if column else ''}: {raised}",
+                               where) from None
+
+    def insert_rows(self, table_id: str, columns: list[dict], rows, what: str) -> int:
+        """Inserts literal rows ((values, positions) each), every value through its column's input function, in
+        one transaction; the first value refused names its column and points at itself."""
+        inputs = [input_function(c["type"]) for c in columns]
+        failed: dict = {}
+
+        def converted():
+            for values, positions in rows:
+                row = []
+                for column, convert, value, position in zip(columns, inputs, values, positions):
+                    try:
+                        row.append(convert(value))
+                    except InvalidValue as exc:
+                        failed.update(column=column["name"], message=str(exc), position=position)
+                        raise
+                yield row
+
+        names = ", ".join(quote(c["name"]) for c in columns)
+        sql = (f"INSERT INTO {quote(storage_name(table_id))} ({names}) "
+               f"VALUES ({', '.join('?' * len(columns))})")
+        try:
+            with self.transaction():
+                return self.db.executemany(sql, converted()).rowcount
+        except InvalidValue:
+            raise CatalogError(f"{what}, column \"{failed['column']}\": {failed['message']}",
+                               failed["position"]) from None
+        except sqlite3.Error as exc:
+            raise _write_error(what, exc) from None
 
     def query(self, sql: str, params=()) -> tuple[list[str], list[tuple]]:
         cursor = self.db.execute(sql, params)
@@ -168,6 +197,20 @@ class TableStore:
                             " SET offset = excluded.offset, kept = excluded.kept",
                             (table_id, target, kept + fresh - len(cancelled)))
             return len(cancelled)
+
+
+def _write_error(what: str, exc: sqlite3.Error) -> CatalogError:
+    message = str(exc)
+    if message.startswith("UNIQUE constraint failed"):
+        message = "duplicate key value violates the primary key"
+    elif message.startswith("NOT NULL constraint failed: "):
+        message = f"null value in column \"{message.rsplit('.', 1)[-1]}\" violates its NOT NULL constraint"
+    elif message.startswith("CHECK constraint failed: type:"):
+        column = message.split("type:", 1)[1]
+        message = f"a value for column \"{column}\" does not have the column's type"
+    else:
+        message = sqlite_message(exc)
+    return CatalogError(f"{what}: {message}")
 
 
 def _cancelled(entries) -> list[int]:

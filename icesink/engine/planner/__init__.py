@@ -10,7 +10,8 @@ from .create import (plan_create_connection, plan_create_load_generator, plan_cr
                      plan_create_postgres_source, plan_create_secret, plan_create_table,
                      plan_create_table_from_source)
 from .plans import CreatePlan, SetVariablePlan, ValidatePlan
-from .queries import plan_select, plan_show, plan_show_columns, plan_show_create, plan_write
+from .queries import plan_select, plan_show, plan_show_columns, plan_show_create
+from .writes import plan_write
 from .sinks import plan_create_sink
 
 SETTINGS = {"enable_iceberg_sink": "true", "enable_default_connection_validation": "true"}
@@ -65,6 +66,9 @@ class Planner:
             case ast.CreateMaterializedView():
                 return plan_create_materialized_view(b, stmt, text)
             case ast.CreateSink():
+                if self.settings("enable_iceberg_sink") != "true":
+                    raise PlanError("Iceberg sinks are turned off: enable_iceberg_sink is false (ALTER SYSTEM SET "
+                                    "enable_iceberg_sink = true turns them on)", stmt.name.pos)
                 return plan_create_sink(b, stmt, text)
             case ast.Alter():
                 return plan_alter(b, stmt)

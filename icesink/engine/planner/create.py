@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 
 from ...errors import NotSupportedYet, PlanError
 from ...grammar import ast
@@ -101,6 +103,9 @@ def plan_create_connection(binder: Binder, stmt: ast.CreateConnection, text: str
             stored[opts.snake(name)] = {"connection": aws.id}
         else:
             stored[opts.snake(name)] = opts.stored_value(option, specs[name], resolve_secret)
+    notices = []
+    if stmt.connection_type == "iceberg-catalog" and stored["catalog_type"] == "local" and "warehouse" in stored:
+        stored["warehouse"] = _local_warehouse(stored["warehouse"], given["WAREHOUSE"], binder, notices)
     with_options = opts.check_options(stmt.with_options, opts.CONNECTION_WITH_OPTIONS, "connection")
     validate = with_options["VALIDATE"].value.value if "VALIDATE" in with_options else None
     definition = {"options": stored}
@@ -114,7 +119,22 @@ def plan_create_connection(binder: Binder, stmt: ast.CreateConnection, text: str
     if validate is None and (not default_validation or stmt.connection_type == "aws"):
         validate = False  # Materialize does not validate AWS connections by default
     return CreatePlan("connection", stmt.connection_type, stmt.name.name, text, redact(text), definition,
-                      tuple(dict.fromkeys(depends)), validate=validate)
+                      tuple(dict.fromkeys(depends)), validate=validate, notices=notices)
+
+
+def _local_warehouse(warehouse: str, option: ast.Option, binder: Binder, notices: list[str]) -> str:
+    """A 'local' catalog's warehouse is a directory of this machine: an absolute path, or one relative to the data
+    directory (said in a notice), never a URL of another store."""
+    path = warehouse.removeprefix("file://")
+    if re.match(r"^[a-z][a-z0-9+.-]*://", path, re.I) or not path.strip():
+        raise PlanError(f"a 'local' catalog keeps its warehouse in a directory of this machine: WAREHOUSE must be a "
+                        f"path or a file:// URL, not '{warehouse}'; for object storage use CATALOG TYPE 'rest', "
+                        "'s3tablesrest' or 'glue'", option.value.pos)
+    if os.path.isabs(path):
+        return path
+    resolved = str((binder.catalog.data_dir / path).absolute())
+    notices.append(f"WAREHOUSE '{warehouse}' is a relative path: it is taken in the data directory, as {resolved}")
+    return resolved
 
 
 # ---------------------------------------------------------------- sources and tables
@@ -171,6 +191,9 @@ def plan_create_load_generator(binder: Binder, stmt: ast.CreateLoadGeneratorSour
                 settings["tick_interval_ms"] = parse_interval_ms(option.value.value)
             except ValueError as exc:
                 raise PlanError(f"TICK INTERVAL: {exc}", option.value.pos) from None
+            if settings["tick_interval_ms"] < 1:
+                raise PlanError(f"TICK INTERVAL must be at least 1 millisecond, not '{option.value.value}'",
+                                option.value.pos)
             continue
         number = float(option.value.text)
         if name == "SCALE FACTOR" and generator != "tpch":

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterable, Optional
 
 from ...catalog.store import CatalogObject
 
@@ -23,6 +23,7 @@ class CreatePlan:
     secret_value: Optional[str] = None
     validate: Optional[bool] = None  # connections: True/False as written, None when defaulted
     children: list["CreatePlan"] = field(default_factory=list)  # subsources, created with the source
+    notices: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -70,8 +71,18 @@ class IcebergQueryPlan:
 @dataclass
 class WritePlan:
     table: CatalogObject
-    sql: str  # SQLite over the table's storage
+    sql: str  # SQLite over the table's storage, each new value through icesink_in(type, column, value)
     verb: str  # INSERT, UPDATE, DELETE
+    positions: dict[str, int] = field(default_factory=dict)  # column (or 'division by zero') -> where to point
+
+
+@dataclass
+class InsertRowsPlan:
+    """INSERT of literal rows: converted by each column's input function in Python, then written in one go."""
+
+    table: CatalogObject
+    columns: list[dict]  # the columns the values go to, in order
+    rows: Iterable  # (values, positions) per row
 
 
 @dataclass

@@ -11,7 +11,7 @@ from ...grammar import ast
 from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
 from ..tables import is_engine_table, storage_name
 from ...grammar.lexical import backslash_literal, lex, rewrite_for_engine
-from .plans import IcebergQueryPlan, QueryPlan, WritePlan
+from .plans import IcebergQueryPlan, QueryPlan
 from .query import table_refs, walk
 
 _SYSTEM_SCHEMAS = ("mz_catalog", "mz_internal")
@@ -31,7 +31,7 @@ _CREATE_VIEW = {"sink": "mz_sinks", "connection": "mz_connections", "source": "m
                 "table": "mz_tables", "materialized-view": "mz_materialized_views"}
 
 
-def _engine_table(binder: Binder, ref: ast.TableRef) -> str | None:
+def engine_table_storage(binder: Binder, ref: ast.TableRef) -> str | None:
     """The storage of an engine table that `ref` names; None for a system view. Raises for anything else."""
     name, qualifier = ref.name.name, ref.name.qualifier
     if qualifier and qualifier[0] in _SYSTEM_SCHEMAS:
@@ -52,9 +52,29 @@ def _engine_table(binder: Binder, ref: ast.TableRef) -> str | None:
                           ref.name.pos)
 
 
+def _postgres_arithmetic(tree: exp.Expression) -> exp.Expression:
+    """`/` and `%` as Postgres computes them (SQLite answers NULL for a division by zero); an output column keeps
+    the name SQLite gives the expression as written."""
+    for select in tree.find_all(exp.Select):
+        select.set("expressions", [e if isinstance(e, exp.Alias) or not e.find(exp.Div, exp.Mod)
+                                   else exp.alias_(e, e.sql(dialect="sqlite"), quoted=True)
+                                   for e in select.expressions])
+
+    def replace(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, (exp.Div, exp.Mod)):
+            name = "icesink_div" if isinstance(node, exp.Div) else "icesink_mod"
+            return exp.Anonymous(this=name, expressions=[node.this, node.expression])
+        return node
+    return tree.transform(replace)
+
+
 def to_sqlite(text: str, storage: dict[str, str] | None = None) -> str:
+    return sqlite_tree(text, storage).sql(dialect="sqlite")
+
+
+def sqlite_tree(text: str, storage: dict[str, str] | None = None) -> exp.Expression:
     """Postgres-flavoured SQL as SQLite runs it: system views lose their schema, engine tables are renamed
-    to their storage."""
+    to their storage, arithmetic follows Postgres."""
     try:
         tree = normalize_identifiers(sqlglot.parse_one(rewrite_for_engine(text), read="postgres"), dialect="postgres")
     except sqlglot.errors.ParseError as exc:
@@ -69,7 +89,7 @@ def to_sqlite(text: str, storage: dict[str, str] | None = None) -> str:
             table.set("this", exp.to_identifier(renamed))
             if not table.alias and table.find_ancestor(exp.Select):  # keeps `orders.id` meaning what it did
                 table.set("alias", exp.TableAlias(this=exp.to_identifier(original)))
-    return tree.sql(dialect="sqlite")
+    return _postgres_arithmetic(tree)
 
 
 def _plan_iceberg_query(binder: Binder, refs: list[ast.TableRef], text: str) -> IcebergQueryPlan:
@@ -95,7 +115,7 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
     refs = table_refs(stmt.query)
     if any(ref.iceberg for ref in refs):
         return _plan_iceberg_query(binder, refs, text)
-    storage = {ref.name.name: _engine_table(binder, ref) for ref in refs}
+    storage = {ref.name.name: engine_table_storage(binder, ref) for ref in refs}
     tables = {name: s for name, s in storage.items() if s}
     if tables and len(tables) != len(storage):
         raise NotSupportedYet("a query that joins engine tables with system views is not supported yet")
@@ -104,12 +124,14 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
 
 
 def column_positions(stmt) -> dict[str, int]:
-    """Where each column reference is first written, to point at one that the engine says does not exist."""
+    """Where each column reference, and the first division, is written: to point at what SQLite complains of."""
     positions: dict[str, int] = {}
     for node in walk(stmt):
         if isinstance(node, ast.ColumnRef):
             positions.setdefault(".".join(p.value for p in node.parts), node.pos)
             positions.setdefault(node.column, node.parts[-1].pos)
+        elif isinstance(node, ast.BinaryOp) and node.op in ("/", "%"):
+            positions.setdefault("division by zero", node.pos)
     return positions
 
 
@@ -138,28 +160,3 @@ def plan_show_create(binder: Binder, stmt: ast.ShowCreate) -> QueryPlan:
 def plan_show_columns(binder: Binder, stmt: ast.ShowColumns) -> QueryPlan:
     obj = binder.lookup(stmt.name, RELATION_KINDS + ("sink",), "source, table, materialized view or sink")
     return QueryPlan("SELECT name, nullable, type FROM mz_columns WHERE id = ? ORDER BY position", (obj.id,))
-
-
-def plan_write(binder: Binder, stmt, text: str) -> WritePlan:
-    """INSERT, UPDATE, DELETE on an engine table, checked here and run on its storage."""
-    table = binder.lookup(stmt.table, ("table",), "table")
-    if table.definition.get("source_id"):
-        raise PlanError(f"table '{table.name}' is fed by a source and cannot be written to", stmt.table.pos)
-    columns = {c["name"] for c in table.definition["columns"]}
-    named = list(getattr(stmt, "columns", ())) + [name for name, _ in getattr(stmt, "assignments", ())]
-    for name in named:
-        if name.value not in columns:
-            raise PlanError(f"column \"{name.value}\" of table '{table.name}' does not exist", name.pos)
-    if isinstance(stmt, ast.Insert):
-        width = len(stmt.columns) or len(columns)
-        for row in stmt.rows:
-            if len(row) != width:
-                raise PlanError(f"INSERT has {len(row)} values where {width} are expected", stmt.table.pos)
-    storage = {table.name: storage_name(table.id)}
-    if isinstance(stmt, ast.Insert) and stmt.query is not None:
-        for ref in table_refs(stmt.query):
-            found = _engine_table(binder, ref)
-            if found is None:
-                raise NotSupportedYet("INSERT … SELECT from system views is not supported", ref.name.pos)
-            storage[ref.name.name] = found
-    return WritePlan(table, to_sqlite(text, storage), type(stmt).__name__.upper())

@@ -1,6 +1,8 @@
 """Planning of CREATE SINK and ALTER SINK: the Iceberg sink rules of dialect.md."""
 from __future__ import annotations
 
+import unicodedata
+
 from ...catalog.store import CatalogObject
 from ...errors import PlanError
 from ...grammar import ast
@@ -16,6 +18,7 @@ from .types import Column, check_partition_field, key_type_problem
 
 APPEND_COLUMNS = ("_mz_diff", "_mz_timestamp")
 MIN_COMMIT_INTERVAL_MS = 1000
+MAX_COMMIT_INTERVAL_MS = 86_400_000  # a day: a sink that commits less often is not keeping a table in sync
 
 
 def commit_interval_ms(option: ast.Option) -> int:
@@ -26,7 +29,45 @@ def commit_interval_ms(option: ast.Option) -> int:
         raise PlanError(f"COMMIT INTERVAL: {exc}", option.value.pos) from None
     if ms < MIN_COMMIT_INTERVAL_MS:
         raise PlanError(f"COMMIT INTERVAL must be at least 1 second, not '{text}'", option.value.pos)
+    if ms > MAX_COMMIT_INTERVAL_MS:
+        raise PlanError(f"COMMIT INTERVAL must be at most 1 day, not '{text}'", option.value.pos)
     return ms
+
+
+def _identifier_part(option: ast.Option, what: str) -> list[str]:
+    """NAMESPACE (dot-separated levels) or TABLE: non-empty names without '/' or control characters, which
+    catalogs and object stores cannot hold or would read as paths."""
+    value = opts.scalar(option)
+    levels = value.split(".") if what == "NAMESPACE" else [value]
+    for level in levels:
+        if not level.strip():
+            empty = "is empty" if not value.strip() else f"'{value}' has an empty level"
+            raise PlanError(f"{what} {empty}: name the Iceberg {what.lower()}", option.value.pos)
+        bad = next((c for c in level if c == "/" or unicodedata.category(c)[0] == "C"), None)
+        if bad is not None:
+            shown = "'/'" if bad == "/" else f"U+{ord(bad):04X}"
+            raise PlanError(f"{what} '{value}' contains {shown}, which an Iceberg catalog cannot hold in a name",
+                            option.value.pos)
+    return levels
+
+
+def _catalog_identity(connection: CatalogObject) -> tuple:
+    """Connections that reach the same catalog: every 'local' one shares the data directory's catalog."""
+    options = connection.definition.get("options", {})
+    if options.get("catalog_type") == "local":
+        return ("local",)
+    return (options.get("catalog_type"), options.get("url"), options.get("warehouse"))
+
+
+def _check_table_is_free(binder: Binder, connection: CatalogObject, namespace: str, table: str, pos: int) -> None:
+    identity = _catalog_identity(connection)
+    for other in binder.catalog.sinks():
+        other_connection = binder.catalog.get_by_id(other.definition["connection_id"])
+        same_catalog = other_connection is not None and _catalog_identity(other_connection) == identity
+        if same_catalog and (other.definition["namespace"], other.definition["table"]) == (namespace, table):
+            raise PlanError(f"sink '{other.name}' already writes Iceberg table {namespace}.{table} in this catalog; "
+                            "two sinks on one table would fence each other out: choose another TABLE or drop "
+                            f"'{other.name}' first", pos)
 
 
 def _sink_input(binder: Binder, name: ast.ObjectName) -> tuple[CatalogObject, Relation]:
@@ -91,7 +132,9 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
         if name not in target:
             raise PlanError(f"an Iceberg sink needs {name}: INTO ICEBERG CATALOG CONNECTION "
                             f"{stmt.connection} (NAMESPACE 'ns', TABLE 't')", stmt.connection.end)
-    namespace, table = opts.scalar(target["NAMESPACE"]), opts.scalar(target["TABLE"])
+    namespace = ".".join(_identifier_part(target["NAMESPACE"], "NAMESPACE"))
+    table = _identifier_part(target["TABLE"], "TABLE")[0]
+    _check_table_is_free(binder, connection, namespace, table, target["TABLE"].value.pos)
 
     if stmt.mode is None:
         raise PlanError("an Iceberg sink must specify MODE UPSERT or MODE APPEND", len(text))

@@ -11,6 +11,7 @@ from pathlib import Path
 from ...catalog.store import Catalog, CatalogObject, now
 from ...catalog_connections import connector_for
 from ...errors import NotSupportedYet
+from ..failures import cause_of
 from ..faults import crash_point
 from ..sources.engine_table import EngineTableSource
 from ..sources.generators import GeneratorSource
@@ -165,7 +166,7 @@ class SinkRunner:
             self._fail(exc)
             raise
         except Exception as exc:
-            self.error = _first_line(exc)  # Spark's own report of it buries the cause
+            self.error = cause_of(exc)  # Spark's own report of it buries the cause
             raise
         finally:
             self._batch_done.set()
@@ -194,9 +195,3 @@ class SinkRunner:
         if not outcome.already_committed:
             self.committer.expire_snapshots(outcome.snapshot_id)
 
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    if type(exc).__name__ == "Py4JJavaError":
-        text = str(exc.java_exception)
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:500]

@@ -80,9 +80,23 @@ class EngineTableReader(DataSourceStreamReader):
         store = TableStore(self.data_dir)
         try:
             for offset, diff, ts, values in store.iter_changes(self.table_id, partition.after, partition.upto):
-                yield tuple(d(v) for d, v in zip(decoders, values)) + (offset, diff, ts)
+                try:
+                    yield tuple(d(v) for d, v in zip(decoders, values)) + (offset, diff, ts)
+                except (ValueError, TypeError, OverflowError):
+                    raise ValueError(_undecodable(self.columns, decoders, values, offset)) from None
         finally:
             store.close()
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the sink acknowledges what it committed to Iceberg, not what Spark read."""
+
+
+def _undecodable(columns: list[dict], decoders, values: list, offset: int) -> str:
+    """Which value of a logged change the sink cannot convert (an older icesink did not check values)."""
+    for column, decode, value in zip(columns, decoders, values):
+        try:
+            decode(value)
+        except (ValueError, TypeError, OverflowError) as exc:
+            return (f"column \"{column['name']}\" of the change at log offset {offset} holds {value!r}, which is not "
+                    f"a {column['type']}: {exc}")
+    return f"the change at log offset {offset} cannot be read"

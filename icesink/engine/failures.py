@@ -1,0 +1,31 @@
+"""Why a batch or a start failed, in the words of the exception that caused it: Spark wraps a Python worker's error
+in "An exception was thrown from the Python worker" and a JVM's in call sites and `Caused by:` chains."""
+from __future__ import annotations
+
+import re
+
+MAX_LENGTH = 500
+_PYTHON_TRACEBACK = "Traceback (most recent call last):"
+_WRAPPERS = re.compile(r"^(?:\[[A-Z_]+\] )?(?:Query \[.*?\] terminated with exception: |An error occurred while "
+                       r"calling [^\n]*\n: )")
+
+
+def cause_of(failure) -> str:
+    """The innermost message of an exception (or of its text): the Python error a worker raised, else the last
+    `Caused by:` of a Java one, else its own first line."""
+    text = str(getattr(failure, "desc", None) or failure or "stopped").strip()
+    if _PYTHON_TRACEBACK in text:
+        tail = text.rsplit(_PYTHON_TRACEBACK, 1)[1]
+        raised = [line for line in tail.splitlines() if line.strip() and not line[0].isspace()]
+        if raised:
+            return raised[-1][:MAX_LENGTH]
+    causes = re.findall(r"^Caused by: (.+)$", text, re.M)
+    if causes:
+        return causes[-1].strip()[:MAX_LENGTH]
+    text = _WRAPPERS.sub("", text)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = lines[0] if lines else text
+    if type(failure).__name__ not in ("str", "CapturedException") and isinstance(failure, Exception) \
+            and not type(failure).__module__.startswith(("icesink", "pyspark")):
+        first = f"{type(failure).__name__}: {first}"
+    return first[:MAX_LENGTH]

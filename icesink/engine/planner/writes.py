@@ -1,0 +1,115 @@
+"""Planning of INSERT, UPDATE and DELETE on engine tables. Every value that enters a table passes its column's
+input function (engine/values.py): literal rows in Python, computed ones inside SQLite as icesink_in(…)."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from sqlglot import exp
+
+from ...errors import NotSupportedYet, PlanError
+from ...grammar import ast
+from ..tables import quote, storage_name
+from .binder import Binder
+from .plans import InsertRowsPlan, WritePlan
+from .queries import column_positions, engine_table_storage, sqlite_tree
+from .query import table_refs
+
+INPUT_FUNCTION = "icesink_in"
+_STAGED = "_icesink_in"
+
+
+_COMPUTED = object()
+
+
+def _constant(expr):
+    """The Python value of a literal (or a signed number); _COMPUTED when SQLite must compute it."""
+    if isinstance(expr, ast.Literal):
+        if expr.type == "numeric":
+            text = str(expr.value)
+            return int(text) if text.isdigit() else Decimal(text)
+        return expr.value
+    if isinstance(expr, ast.UnaryOp) and expr.op in ("-", "+") and isinstance(expr.operand, ast.Literal) \
+            and expr.operand.type == "numeric":
+        value = _constant(expr.operand)
+        return -value if expr.op == "-" else value
+    return _COMPUTED
+
+
+def _literal_rows(stmt: ast.Insert):
+    """(values, positions) per row when every value is a literal; None when some must be computed."""
+    rows = []
+    for row in stmt.rows:
+        values = tuple(_constant(e) for e in row)
+        if _COMPUTED in values:
+            return None
+        rows.append((values, tuple(getattr(e, "pos", 0) for e in row)))
+    return rows
+
+
+def _converted(column: dict, value: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=INPUT_FUNCTION, expressions=[
+        exp.Literal.string(column["type"]), exp.Literal.string(column["name"]), value])
+
+
+def _insert_sql(tree: exp.Insert, table_storage: str, targets: list[dict]) -> str:
+    """INSERT whose every value goes through its column's input function."""
+    names = ", ".join(quote(c["name"]) for c in targets)
+    source = tree.expression
+    if isinstance(source, exp.Values):
+        for row in source.expressions:
+            row.set("expressions", [_converted(c, v) for c, v in zip(targets, row.expressions)])
+        return f"INSERT INTO {quote(table_storage)} ({names}) {source.sql(dialect='sqlite')}"
+    staged = [f"c{i}" for i in range(len(targets))]
+    converted = ", ".join(_converted(c, exp.column(s)).sql(dialect="sqlite") for c, s in zip(targets, staged))
+    return (f"WITH {_STAGED}({', '.join(staged)}) AS ({source.sql(dialect='sqlite')}) "
+            f"INSERT INTO {quote(table_storage)} ({names}) SELECT {converted} FROM {_STAGED}")
+
+
+def _positions(stmt) -> dict[str, int]:
+    """Where a problem with a column's new value, or a division, is best pointed at."""
+    positions = {key: pos for key, pos in column_positions(stmt).items() if key == "division by zero"}
+    if isinstance(stmt, ast.Update):
+        positions.update((name.value, getattr(expr, "pos", name.pos) or name.pos) for name, expr in stmt.assignments)
+    elif isinstance(stmt, ast.Insert):
+        positions.update((c.value, c.pos) for c in stmt.columns)
+    return positions
+
+
+def plan_write(binder: Binder, stmt, text: str):
+    """INSERT, UPDATE, DELETE on an engine table, checked here and run on its storage."""
+    table = binder.lookup(stmt.table, ("table",), "table")
+    if table.definition.get("source_id"):
+        raise PlanError(f"table '{table.name}' is fed by a source and cannot be written to", stmt.table.pos)
+    columns = {c["name"]: c for c in table.definition["columns"]}
+    named = list(getattr(stmt, "columns", ())) + [name for name, _ in getattr(stmt, "assignments", ())]
+    for name in named:
+        if name.value not in columns:
+            raise PlanError(f"column \"{name.value}\" of table '{table.name}' does not exist", name.pos)
+    verb = type(stmt).__name__.upper()
+    targets = [columns[n.value] for n in stmt.columns] if isinstance(stmt, ast.Insert) and stmt.columns \
+        else list(columns.values())
+    if isinstance(stmt, ast.Insert):
+        for row in stmt.rows:
+            if len(row) != len(targets):
+                raise PlanError(f"INSERT has {len(row)} values where {len(targets)} are expected",
+                                getattr(row[0], "pos", stmt.table.pos) if row else stmt.table.pos)
+        rows = _literal_rows(stmt) if stmt.query is None else None
+        if rows is not None:
+            return InsertRowsPlan(table, targets, rows)
+    storage = {table.name: storage_name(table.id)}
+    if isinstance(stmt, ast.Insert) and stmt.query is not None:
+        for ref in table_refs(stmt.query):
+            found = engine_table_storage(binder, ref)
+            if found is None:
+                raise NotSupportedYet("INSERT … SELECT from system views is not supported", ref.name.pos)
+            storage[ref.name.name] = found
+    tree = sqlite_tree(text, storage)
+    if isinstance(tree, exp.Insert):
+        sql = _insert_sql(tree, storage_name(table.id), targets)
+    else:
+        if isinstance(tree, exp.Update):
+            for assignment in tree.expressions:
+                assignment.set("expression", _converted(columns[assignment.this.name], assignment.expression))
+        sql = tree.sql(dialect="sqlite")
+    return WritePlan(table, sql, verb, _positions(stmt))
+
