@@ -5,6 +5,7 @@ import logging
 import sys
 import unicodedata
 from contextlib import contextmanager
+from itertools import takewhile
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -14,7 +15,7 @@ from .engine.executor import Executor, Result
 from .engine.planner import SETTINGS, Planner
 from .engine.tables import TableStore
 from .errors import IcesinkError, ParseError, PlanError, Position
-from .grammar.lexical import REDACTED, StatementText, split_statements, statement_lexemes, statement_secret_spans
+from .grammar.lexical import REDACTED, StatementText, merged, iter_secret_spans, lex, split_statements
 from .grammar.parser import parse_statement, statement_kind
 
 log = logging.getLogger("icesink")
@@ -26,14 +27,19 @@ RECURSION_LIMIT = 20_000 if sys.version_info >= (3, 11) else 0
 ECHO_WIDTH = 160  # characters of a long line shown around the fault
 
 
-def _echo_spans(source_text: str, failing_start: int, parsed: bool) -> list[tuple[int, int]]:
-    """What to mask in the input around a failing statement: the statements before it ran, so they parsed; the
-    failing one parsed unless its error is a syntax error; those after it were never read."""
+def _echo_spans(source_text: str, line: tuple[int, int], failing_start: int, parsed: bool) -> list[tuple[int, int]]:
+    """What to mask on one line of the input around a failing statement: the statements before it ran, so they
+    parsed; the failing one parsed unless its error is a syntax error; those after it were never read. Only the
+    statements on the line are read, each once, holding a few lexemes at a time."""
     spans = []
-    for stmt, lexemes in statement_lexemes(source_text):
+    for stmt in split_statements(source_text):
+        end = stmt.start + len(stmt.text)
+        if end < line[0] or stmt.start > line[1]:
+            continue
         ok = True if stmt.start < failing_start else parsed if stmt.start == failing_start else False
-        spans += statement_secret_spans(lexemes, ok)
-    return spans
+        lexemes = takewhile(lambda x, end=end: x.start < end, lex(source_text, stmt.start))
+        spans += [(a, b) for a, b in iter_secret_spans(lexemes, ok) if a < line[1] and b > line[0]]
+    return merged(spans)
 
 
 def _visible(text: str) -> str:
@@ -52,7 +58,7 @@ def position_of(source_text: str, stmt: StatementText, offset: Optional[int], in
     line_end = len(source_text) if line_end < 0 else line_end
     line, column = source_text.count("\n", 0, absolute) + first_line, absolute - line_start + 1
     parts, caret, last = [], column, line_start
-    for start, end in _echo_spans(source_text, stmt.start, parsed):
+    for start, end in _echo_spans(source_text, (line_start, line_end), stmt.start, parsed):
         start, end = max(start, line_start), min(end, line_end)
         if start >= end:
             continue

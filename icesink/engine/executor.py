@@ -12,9 +12,11 @@ from ..catalog.store import Catalog, CatalogObject, now
 from ..catalog_connections import connector_for
 from ..errors import CatalogError, NotSupportedYet, PlanError
 from .planner.binder import KIND_WORDS
-from .planner.plans import (CreatePlan, DropPlan, IcebergQueryPlan, InsertRowsPlan, NoticePlan, QueryPlan,
+from .copy_from import CopyError, read_rows
+from .planner.plans import (CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan, InsertRowsPlan, NoticePlan, QueryPlan,
                             SetSecretPlan, SetVariablePlan, UpdatePlan, ValidatePlan, WritePlan)
-from .tables import TableStore, is_engine_table
+from .tables import RowRefused, TableStore, is_engine_table
+from .values import InvalidValue
 
 
 @dataclass
@@ -162,8 +164,27 @@ class Executor:
         return Result(f"{plan.verb} {'0 ' if plan.verb == 'INSERT' else ''}{count}")
 
     def _InsertRowsPlan(self, plan: InsertRowsPlan) -> Result:
-        count = self.tables.insert_rows(plan.table.id, plan.columns, plan.rows, f"INSERT into table '{plan.table.name}'")
+        what = f"INSERT into table '{plan.table.name}'"
+        try:
+            count = self.tables.insert_rows(plan.table.id, plan.columns, plan.rows)
+        except InvalidValue as exc:
+            raise CatalogError(f"{what}, column \"{exc.column}\": {exc}", exc.where) from None
+        except RowRefused as exc:
+            raise CatalogError(f"{what}: {exc.message}", exc.where) from None
         return Result(f"INSERT 0 {count}")
+
+    def _CopyPlan(self, plan: CopyPlan) -> Result:
+        what = f"COPY into table '{plan.table.name}' from {plan.path}"
+        rows = read_rows(plan.path, [c["name"] for c in plan.columns], plan.options)
+        try:
+            count = self.tables.insert_rows(plan.table.id, plan.columns, rows)
+        except CopyError as exc:
+            raise CatalogError(f"{what}{f', line {exc.line}' if exc.line else ''}: {exc}", plan.path_pos) from None
+        except InvalidValue as exc:
+            raise CatalogError(f"{what}, line {exc.where}, column \"{exc.column}\": {exc}", plan.path_pos) from None
+        except RowRefused as exc:
+            raise CatalogError(f"{what}, line {exc.where}: {exc.message}", plan.path_pos) from None
+        return Result(f"COPY {count}")
 
     # ------------------------------------------------------------ queries
     def _QueryPlan(self, plan: QueryPlan) -> Result:

@@ -114,34 +114,33 @@ class TableStore:
             raise CatalogError(f"{what}{f', column {chr(34)}{column}{chr(34)}' if column else ''}: {raised}",
                                where) from None
 
-    def insert_rows(self, table_id: str, columns: list[dict], rows, what: str) -> int:
-        """Inserts literal rows ((values, positions) each), every value through its column's input function, in
-        one transaction; the first value refused names its column and points at itself."""
+    def insert_rows(self, table_id: str, columns: list[dict], rows) -> int:
+        """Inserts rows, (values, where) each, in one transaction, every value through its column's input
+        function. `where` (one per value, or one for the row) is what a refusal points at: InvalidValue carries the
+        column and its `where`, RowRefused the row's."""
         inputs = [input_function(c["type"]) for c in columns]
-        failed: dict = {}
+        current = []
 
         def converted():
-            for values, positions in rows:
+            for values, where in rows:
+                current[:] = [where]
                 row = []
-                for column, convert, value, position in zip(columns, inputs, values, positions):
+                for index, (convert, value) in enumerate(zip(inputs, values)):
                     try:
                         row.append(convert(value))
                     except InvalidValue as exc:
-                        failed.update(column=column["name"], message=str(exc), position=position)
-                        raise
+                        raise InvalidValue(str(exc), columns[index]["name"],
+                                           where[index] if isinstance(where, tuple) else where) from None
                 yield row
 
         names = ", ".join(quote(c["name"]) for c in columns)
-        sql = (f"INSERT INTO {quote(storage_name(table_id))} ({names}) "
-               f"VALUES ({', '.join('?' * len(columns))})")
+        sql = f"INSERT INTO {quote(storage_name(table_id))} ({names}) VALUES ({', '.join('?' * len(columns))})"
         try:
             with self.transaction():
                 return self.db.executemany(sql, converted()).rowcount
-        except InvalidValue:
-            raise CatalogError(f"{what}, column \"{failed['column']}\": {failed['message']}",
-                               failed["position"]) from None
         except sqlite3.Error as exc:
-            raise _write_error(what, exc) from None
+            where = current[0] if current else None
+            raise RowRefused(_refusal(exc), where[0] if isinstance(where, tuple) else where) from None
 
     def query(self, sql: str, params=()) -> tuple[list[str], list[tuple]]:
         cursor = self.db.execute(sql, params)
@@ -199,7 +198,20 @@ class TableStore:
             return len(cancelled)
 
 
+class RowRefused(Exception):
+    """A row the table's constraints refuse; `where` is the row's (see insert_rows)."""
+
+    def __init__(self, message: str, where):
+        super().__init__(message)
+        self.message, self.where = message, where
+
+
 def _write_error(what: str, exc: sqlite3.Error) -> CatalogError:
+    return CatalogError(f"{what}: {_refusal(exc)}")
+
+
+def _refusal(exc: sqlite3.Error) -> str:
+    """Why SQLite refused a write, in Postgres's words for its constraints."""
     message = str(exc)
     if message.startswith("UNIQUE constraint failed"):
         message = "duplicate key value violates the primary key"
@@ -210,7 +222,7 @@ def _write_error(what: str, exc: sqlite3.Error) -> CatalogError:
         message = f"a value for column \"{column}\" does not have the column's type"
     else:
         message = sqlite_message(exc)
-    return CatalogError(f"{what}: {message}")
+    return message
 
 
 def _cancelled(entries) -> list[int]:

@@ -22,9 +22,9 @@ from .planner.types import base_type
 
 
 class InvalidValue(ValueError):
-    def __init__(self, message: str, column: str | None = None):
+    def __init__(self, message: str, column: str | None = None, where=None):
         super().__init__(message)
-        self.column = column
+        self.column, self.where = column, where  # where: a position in a statement, or a line of a file
 
 
 _INT_RANGES = {"smallint": 2 ** 15, "integer": 2 ** 31, "bigint": 2 ** 63}
@@ -137,10 +137,16 @@ def _text(value):
 _ISO_DATE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")
 
 
+_SPECIAL_DAYS = {"epoch": None, "today": 0, "now": 0, "yesterday": -1, "tomorrow": 1}
+
+
 def _special_day(text: str) -> dt.date | None:
-    today = dt.datetime.now(dt.timezone.utc).date()
-    return {"epoch": dt.date(1970, 1, 1), "today": today, "now": today,
-            "yesterday": today - dt.timedelta(days=1), "tomorrow": today + dt.timedelta(days=1)}.get(text)
+    if text not in _SPECIAL_DAYS:
+        return None
+    offset = _SPECIAL_DAYS[text]
+    if offset is None:
+        return dt.date(1970, 1, 1)
+    return dt.datetime.now(dt.timezone.utc).date() + dt.timedelta(days=offset)
 
 
 def _padded(text: str) -> str:
@@ -180,18 +186,10 @@ def _timestamp(zoned: bool):
         elif isinstance(value, dt.date):
             moment = dt.datetime(value.year, value.month, value.day)
         elif isinstance(value, str):
-            text = value.strip().lower()
-            _refuse_infinite(type_name, text)
-            if text == "now":
-                moment = dt.datetime.now(dt.timezone.utc)
-            elif _special_day(text) is not None:
-                day = _special_day(text)
-                moment = dt.datetime(day.year, day.month, day.day)
-            else:
-                try:
-                    moment = dt.datetime.fromisoformat(_padded(text).upper())
-                except ValueError:
-                    raise _syntax(type_name, value) from None
+            try:
+                moment = dt.datetime.fromisoformat(value)  # the usual case, at once
+            except ValueError:
+                moment = _timestamp_words(value, type_name)
         else:
             raise _syntax(type_name, value)
         if zoned:  # the session time zone is UTC, as in Materialize
@@ -200,6 +198,21 @@ def _timestamp(zoned: bool):
             return moment.isoformat(sep=" ")
         return moment.replace(tzinfo=None).isoformat(sep=" ")  # Postgres ignores a zone given for this type
     return convert
+
+
+def _timestamp_words(value: str, type_name: str) -> dt.datetime:
+    """Postgres's special inputs, one-digit months and days, surrounding spaces, 'z' for UTC."""
+    text = value.strip().lower()
+    _refuse_infinite(type_name, text)
+    if text == "now":
+        return dt.datetime.now(dt.timezone.utc)
+    day = _special_day(text)
+    if day is not None:
+        return dt.datetime(day.year, day.month, day.day)
+    try:
+        return dt.datetime.fromisoformat(_padded(text).upper())
+    except ValueError:
+        raise _syntax(type_name, value) from None
 
 
 def _time(value):

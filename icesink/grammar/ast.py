@@ -457,6 +457,16 @@ class Insert(Statement):
 
 
 @dataclass(frozen=True)
+class Copy(Statement):
+    """COPY table [(columns)] FROM 'path' [WITH (FORMAT …, HEADER, DELIMITER …, NULL …, QUOTE …, ESCAPE …)]."""
+
+    table: ObjectName
+    columns: tuple[Name, ...]
+    path: StringValue
+    options: tuple[Option, ...] = ()
+
+
+@dataclass(frozen=True)
 class Update(Statement):
     table: ObjectName
     assignments: tuple[tuple[Name, object], ...]

@@ -8,9 +8,10 @@ and ends.
 from __future__ import annotations
 
 import re
+from collections import deque
 from functools import lru_cache
 from importlib import resources
-from typing import Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator, NamedTuple, Optional
 
 REDACTED = "'<REDACTED>'"
 
@@ -161,19 +162,29 @@ def statement_lexemes(text: str) -> Iterator[tuple[StatementText, list[Lexeme]]]
         yield _statement(text, begin, len(text)), lexemes
 
 
+# Only what can hold a ';' that does not end a statement, or a word that could start an E'…' literal, is matched:
+# the rest (numbers, punctuation, white space) the regular expression engine skips without a Python step.
+_BOUNDARIES = re.compile("|".join((TERMINALS["IDENT"], TERMINALS["STRING"], TERMINALS["QUOTED_IDENT"],
+                                   TERMINALS["COMMENT"], TERMINALS["BLOCK_COMMENT"], r"'[\s\S]*|\"[\s\S]*|/\*[\s\S]*",
+                                   "(;)")))
+
+
 def split_statements(text: str) -> list[StatementText]:
     """Cuts at top-level semicolons; keeps comments inside a statement, drops empty ones."""
-    begin, has_token, out = 0, False, []
-    for lexeme in lex(text):
-        if _is_semicolon(lexeme):
-            if has_token:
-                out.append(_statement(text, begin, lexeme.start))
-            begin, has_token = lexeme.end, False
-        else:
-            has_token = True
-    if has_token:
-        out.append(_statement(text, begin, len(text)))
+    begin, out = 0, []
+    for match in _BOUNDARIES.finditer(text):
+        if match.group(1):
+            _keep(text, begin, match.start(), out)
+            begin = match.end()
+    _keep(text, begin, len(text), out)
     return out
+
+
+def _keep(text: str, begin: int, end: int, out: list[StatementText]) -> None:
+    chunk = text[begin:end]
+    stripped = chunk.lstrip()
+    if stripped and (not stripped.startswith(("--", "/*")) or next(lex(chunk), None) is not None):
+        out.append(_statement(text, begin, end))
 
 
 def is_complete(text: str) -> bool:
@@ -250,39 +261,38 @@ def _names_credential(words: list[str]) -> bool:
     return False
 
 
-def _credential_value(lexemes: list[Lexeme], index: int) -> bool:
-    lexeme = lexemes[index]
+def _credential_value(before: list[Lexeme], lexeme: Lexeme) -> bool:
+    """Whether `lexeme` is the value of an option that names a credential; `before` holds the lexemes before it."""
     if lexeme.kind not in _VALUE_KINDS or (lexeme.kind == "word" and lexeme.text.upper() == "SECRET"):
         return False  # `PASSWORD SECRET name` names a secret; it holds no value
-    j = index - 1
-    if j >= 0 and lexemes[j].kind == "punct" and lexemes[j].text == "=":
+    j = len(before) - 1
+    if j >= 0 and before[j].kind == "punct" and before[j].text == "=":
         j -= 1
     words = []
-    while j >= 0 and lexemes[j].kind == "word" and len(words) < 3:
-        words.insert(0, lexemes[j].text)
+    while j >= 0 and before[j].kind == "word" and len(words) < 3:
+        words.insert(0, before[j].text)
         j -= 1
     return bool(words) and _names_credential(words)
 
 
-def _secret_statement_spans(lexemes: list[Lexeme]) -> list[tuple[int, int]]:
-    """CREATE/ALTER SECRET, misspelt or not: every literal, and whatever follows the name (after AS)."""
-    spans = [(x.start, x.end) for x in lexemes if x.kind in _LITERAL_KINDS]
-    i = 1 if _near(_letters(lexemes[0].text), "SECRET") else 2
-    while i < len(lexemes) and lexemes[i].kind == "word" and lexemes[i].text.upper() in ("IF", "NOT", "EXISTS"):
+def _secret_value_start(head: list[Lexeme]) -> Optional[int]:
+    """In CREATE/ALTER SECRET (misspelt or not), where what follows the name (after AS) begins."""
+    i = 1 if _near(_letters(head[0].text), "SECRET") else 2
+    while i < len(head) and head[i].kind == "word" and head[i].text.upper() in ("IF", "NOT", "EXISTS"):
         i += 1
     i += 1  # the secret's name
-    while i + 1 < len(lexemes) and lexemes[i].text == "." and lexemes[i + 1].kind in ("word", "quoted"):
+    while i + 1 < len(head) and head[i].text == "." and head[i + 1].kind in ("word", "quoted"):
         i += 2
-    if i < len(lexemes) and lexemes[i].kind == "word" and lexemes[i].text.upper() == "AS":
+    if i < len(head) and head[i].kind == "word" and head[i].text.upper() == "AS":
         i += 1
-    if i < len(lexemes) and not (lexemes[i].kind == "word" and lexemes[i].text.upper() == "RENAME"):
-        spans.append((lexemes[i].start, lexemes[-1].end))
-    return spans
+    if i < len(head) and not (head[i].kind == "word" and head[i].text.upper() == "RENAME"):
+        return head[i].start
+    return None
 
 
-def _is_secret_statement(lexemes: list[Lexeme]) -> bool:
+def _is_secret_statement(head: list[Lexeme]) -> bool:
     """CREATE or ALTER SECRET, or a misspelling of either (but not DROP SECRET or SHOW SECRETS)."""
-    first, second = (lexemes + [None])[:2]
+    first, second = (head + [None])[:2]
     if first.kind == "word" and _near(_letters(first.text), "SECRET"):
         return True
     verb = first.text.upper()
@@ -290,27 +300,54 @@ def _is_secret_statement(lexemes: list[Lexeme]) -> bool:
             and first.kind == "word" and (verb in ("CREATE", "ALTER") or verb not in keywords()))
 
 
-def statement_secret_spans(lexemes: list[Lexeme], parsed: bool = True) -> list[tuple[int, int]]:
-    """Where one statement's lexemes hold secret values: every value of CREATE/ALTER SECRET, and the value of an
-    option whose name is, or nearly is, a credential's. A statement that did not parse (`parsed` false) shows no
-    literal at all, and when a literal runs to its end (a stray quote shifted where literals begin and end),
-    nothing from its first quote on, nor a bare word right after a literal."""
-    if not lexemes:
-        return []
-    spans = _secret_statement_spans(lexemes) if _is_secret_statement(lexemes) else []
-    spans += [(x.start, x.end) for i, x in enumerate(lexemes) if _credential_value(lexemes, i)]
-    if not parsed:
-        literals = [x for x in lexemes if x.kind in _LITERAL_KINDS]
-        spans += [(x.start, x.end) for x in literals]
-        if any(x.kind == "unterminated" for x in lexemes) and literals:
-            spans.append((literals[0].start, lexemes[-1].end))
-        words = keywords()
-        spans += [(x.start, x.end) for before, x in zip(lexemes, lexemes[1:])
-                  if before.kind == "string" and x.kind in ("word", "number") and x.text.upper() not in words]
-    return _merged(spans)
+_HEAD_LEXEMES = 12  # enough to read CREATE SECRET IF NOT EXISTS schema.name AS
 
 
-def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+def iter_secret_spans(lexemes: Iterable[Lexeme], parsed: bool = True) -> Iterator[tuple[int, int]]:
+    """Where one statement's lexemes hold secret values, in no particular order, reading them once with a few in
+    memory: every value of CREATE/ALTER SECRET, and the value of an option whose name is, or nearly is, a
+    credential's. A statement that did not parse (`parsed` false) shows no literal at all, and when a literal runs to
+    its end (a stray quote shifted where literals begin and end), nothing from its first quote on, nor a bare word
+    right after a literal."""
+    window: deque[Lexeme] = deque(maxlen=4)
+    head: list[Lexeme] = []
+    secret, first_literal, last = None, None, None
+    words = keywords()
+    for lexeme in lexemes:
+        if len(head) < _HEAD_LEXEMES:
+            head.append(lexeme)
+        if secret is None and len(head) >= 2:
+            secret = _is_secret_statement(head)
+        literal = lexeme.kind in _LITERAL_KINDS
+        if (literal and (secret or not parsed)) or _credential_value(list(window), lexeme):
+            yield lexeme.start, lexeme.end
+        elif not parsed and window and window[-1].kind == "string" and lexeme.kind in ("word", "number") \
+                and lexeme.text.upper() not in words:
+            yield lexeme.start, lexeme.end
+        if literal and first_literal is None:
+            first_literal = lexeme.start
+        window.append(lexeme)
+        last = lexeme
+    if last is None:
+        return
+    if secret is None:
+        secret = _is_secret_statement(head)
+        if secret:  # a one-lexeme statement: its only lexeme may be a literal
+            yield from ((x.start, x.end) for x in head if x.kind in _LITERAL_KINDS)
+    if secret:
+        start = _secret_value_start(head)
+        if start is not None:
+            yield start, last.end
+    if not parsed and last.kind == "unterminated" and first_literal is not None:
+        yield first_literal, last.end
+
+
+def statement_secret_spans(lexemes: Iterable[Lexeme], parsed: bool = True) -> list[tuple[int, int]]:
+    """`iter_secret_spans`, sorted and merged."""
+    return merged(iter_secret_spans(lexemes, parsed))
+
+
+def merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if out and start <= out[-1][1]:
@@ -327,7 +364,7 @@ def secret_spans(text: str, parsed=True) -> list[tuple[int, int]]:
     for index, (statement, lexemes) in enumerate(statement_lexemes(text), start=1):
         ok = parsed(index, statement.text) if callable(parsed) else parsed
         spans += statement_secret_spans(lexemes, ok)
-    return _merged(spans)
+    return merged(spans)
 
 
 def mask(text: str, spans: list[tuple[int, int]]) -> str:

@@ -11,13 +11,14 @@ from lark.lexer import PatternStr
 
 from ..errors import ParseError
 from . import ast
-from .lexical import TERMINALS, grammar_text, keywords, lex, statement_secret_spans
+from .bulk import scan_insert
+from .lexical import TERMINALS, grammar_text, iter_secret_spans, keywords, lex
 from .transformer import AstBuilder, SyntaxRuleError
 
 # Expected-token sets that are better said as one phrase: (phrase, tokens that trigger it, tokens it covers).
 _CATEGORIES = (
     ("a statement such as CREATE, SELECT, SHOW, ALTER or DROP", {"CREATE", "SELECT", "DROP"},
-     {"CREATE", "SELECT", "SHOW", "ALTER", "DROP", "INSERT", "UPDATE", "DELETE", "SET", "VALIDATE"}),
+     {"CREATE", "SELECT", "SHOW", "ALTER", "DROP", "INSERT", "UPDATE", "DELETE", "SET", "VALIDATE", "COPY"}),
     ("an object type such as SINK, SOURCE, CONNECTION, SECRET or TABLE", {"SINK", "SOURCE", "SECRET"},
      {"SINK", "SOURCE", "CONNECTION", "SECRET", "TABLE", "MATERIALIZED", "REDACTED", "SYSTEM"}),
     ("a connection type: AWS, ICEBERG CATALOG or POSTGRES", {"AWS", "ICEBERG", "POSTGRES"},
@@ -109,7 +110,7 @@ def _found(text: str, pos: int) -> str:
         return "the end of the statement"
     if lexeme.kind in ("string", "unterminated") and lexeme.text[0] != "/":
         return "a string literal"  # never echo a literal: it may be a secret value
-    if any(start <= pos < end for start, end in statement_secret_spans(list(lex(text)), parsed=False)):
+    if any(start <= pos < end for start, end in iter_secret_spans(lex(text), parsed=False)):
         return "a value that is not shown, as it may be secret"
     if lexeme.kind == "punct":
         return shown_char(lexeme.text)
@@ -169,6 +170,20 @@ def _check_nesting(text: str) -> None:
 
 def parse_statement(text: str) -> ast.Statement:
     """Parses one statement (no trailing semicolon). Raises ParseError with an offset into `text`."""
+    if text[:8].upper().startswith("INSERT"):
+        bulk = scan_insert(text)
+        if bulk.insert is not None:
+            return bulk.insert
+        start, end = bulk.skippable
+        if end - start > _WORTH_SKIPPING:  # an error among many literal rows: blank them out, offsets unchanged
+            _parse_with_grammar(text[:start] + " " * (end - start) + text[end:])
+    return _parse_with_grammar(text)
+
+
+_WORTH_SKIPPING = 10_000  # characters
+
+
+def _parse_with_grammar(text: str) -> ast.Statement:
     lark, builder, _ = _parser()
     _check_nesting(text)
     try:

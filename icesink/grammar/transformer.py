@@ -404,6 +404,13 @@ class AstBuilder(Transformer_NonRecursive):
         return ast.Insert(self._one(c, ast.ObjectName), columns[0] if columns else (), rows,
                           self._one(c, ast.Query))
 
+    def copy_from(self, c):
+        columns = [x[1] for x in c if isinstance(x, tuple) and x[0] == "columns"]
+        path = [t for t in c if isinstance(t, Token) and t.type == "STRING"][0]
+        options = [x for x in c if isinstance(x, tuple) and x and isinstance(x[0], ast.Option)]
+        return ast.Copy(self._one(c, ast.ObjectName), columns[0] if columns else (), self.string_value([path]),
+                        options[0] if options else ())
+
     def alias(self, c):
         return self._names(c)[0]
 

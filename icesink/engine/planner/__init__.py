@@ -11,7 +11,7 @@ from .create import (plan_create_connection, plan_create_load_generator, plan_cr
                      plan_create_table_from_source)
 from .plans import CreatePlan, SetVariablePlan, ValidatePlan
 from .queries import plan_select, plan_show, plan_show_columns, plan_show_create
-from .writes import plan_write
+from .writes import plan_copy, plan_write
 from .sinks import plan_create_sink
 
 SETTINGS = {"enable_iceberg_sink": "true", "enable_default_connection_validation": "true"}
@@ -82,6 +82,8 @@ class Planner:
                 return plan_show_columns(b, stmt)
             case ast.Insert() | ast.Update() | ast.Delete():
                 return plan_write(b, stmt, text)
+            case ast.Copy():
+                return plan_copy(b, stmt)
             case ast.SetVariable():
                 return SetVariablePlan(stmt.name.value, setting_value(stmt), stmt.system)
             case ast.Select():

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from ...catalog.store import CatalogObject
+from ..copy_from import CopyOptions
 
 
 @dataclass
@@ -83,6 +84,17 @@ class InsertRowsPlan:
     table: CatalogObject
     columns: list[dict]  # the columns the values go to, in order
     rows: Iterable  # (values, positions) per row
+
+
+@dataclass
+class CopyPlan:
+    """COPY … FROM a file: its rows go in as literal rows do."""
+
+    table: CatalogObject
+    columns: list[dict]
+    path: str  # absolute
+    options: CopyOptions
+    path_pos: int  # where the statement names the file
 
 
 @dataclass

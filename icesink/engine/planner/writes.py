@@ -2,15 +2,18 @@
 input function (engine/values.py): literal rows in Python, computed ones inside SQLite as icesink_in(…)."""
 from __future__ import annotations
 
+import os
 from decimal import Decimal
 
 from sqlglot import exp
 
 from ...errors import NotSupportedYet, PlanError
 from ...grammar import ast
+from ...grammar.bulk import LiteralRows
 from ..tables import quote, storage_name
 from .binder import Binder
-from .plans import InsertRowsPlan, WritePlan
+from ..copy_from import FORMATS, CopyOptions
+from .plans import CopyPlan, InsertRowsPlan, WritePlan
 from .queries import column_positions, engine_table_storage, sqlite_tree
 from .query import table_refs
 
@@ -75,8 +78,8 @@ def _positions(stmt) -> dict[str, int]:
     return positions
 
 
-def plan_write(binder: Binder, stmt, text: str):
-    """INSERT, UPDATE, DELETE on an engine table, checked here and run on its storage."""
+def _writable(binder: Binder, stmt) -> tuple:
+    """The engine table a statement writes, its columns by name, and the columns it gives values for."""
     table = binder.lookup(stmt.table, ("table",), "table")
     if table.definition.get("source_id"):
         raise PlanError(f"table '{table.name}' is fed by a source and cannot be written to", stmt.table.pos)
@@ -85,9 +88,65 @@ def plan_write(binder: Binder, stmt, text: str):
     for name in named:
         if name.value not in columns:
             raise PlanError(f"column \"{name.value}\" of table '{table.name}' does not exist", name.pos)
+    targets = [columns[n.value] for n in stmt.columns] if getattr(stmt, "columns", ()) else list(columns.values())
+    return table, columns, targets
+
+
+def _copy_option(option: ast.Option) -> tuple[str, object]:
+    """FORMAT CSV reads as one option named 'FORMAT CSV': the generic option list takes words until a value."""
+    words = option.name.split()
+    if words[0] == "FORMAT" and len(words) == 2 and option.value is None:
+        return "FORMAT", words[1].lower()
+    if option.value is None:
+        return option.name, True
+    value = option.value
+    if isinstance(value, (ast.StringValue, ast.BoolValue)):
+        return option.name, value.value
+    return option.name, str(getattr(value, "name", getattr(value, "text", ""))).lower()
+
+
+def plan_copy(binder: Binder, stmt: ast.Copy) -> CopyPlan:
+    table, _, targets = _writable(binder, stmt)
+    given = {}
+    for option in stmt.options:
+        name, value = _copy_option(option)
+        if name not in _COPY_OPTIONS:
+            raise PlanError(f"unknown COPY option {name}; the options are: {', '.join(_COPY_OPTIONS)}", option.pos)
+        given[name] = (value, option.pos)
+    path = os.path.abspath(os.path.expanduser(stmt.path.value))
+    default = {".csv": "csv", ".parquet": "parquet"}.get(os.path.splitext(path)[1].lower(), "text")
+    fmt, fmt_pos = given.pop("FORMAT", (default, stmt.path.pos))
+    if fmt not in FORMATS:
+        raise PlanError(f"COPY FORMAT must be one of {', '.join(FORMATS)}, not {fmt}", fmt_pos)
+    settings = {}
+    for name, (value, pos) in given.items():
+        if name == "HEADER":
+            if not isinstance(value, bool) and value not in ("true", "false", "on", "off"):
+                raise PlanError(f"COPY HEADER takes true or false, not {value}", pos)
+            settings["header"] = value in (True, "true", "on")
+        elif not isinstance(value, str):
+            raise PlanError(f"COPY {name} takes a string", pos)
+        elif name != "NULL" and len(value) != 1:
+            raise PlanError(f"COPY {name} must be a single character, not '{value}'", pos)
+        else:
+            settings[name.lower()] = value
+        if fmt == "parquet" or (fmt == "text" and name in ("QUOTE", "ESCAPE")):
+            raise PlanError(f"COPY {name} does not apply to FORMAT {fmt}", pos)
+    return CopyPlan(table, targets, path, CopyOptions(fmt, **settings), stmt.path.pos)
+
+
+_COPY_OPTIONS = ("FORMAT", "HEADER", "DELIMITER", "NULL", "QUOTE", "ESCAPE")
+
+
+def plan_write(binder: Binder, stmt, text: str):
+    """INSERT, UPDATE, DELETE on an engine table, checked here and run on its storage."""
+    table, columns, targets = _writable(binder, stmt)
     verb = type(stmt).__name__.upper()
-    targets = [columns[n.value] for n in stmt.columns] if isinstance(stmt, ast.Insert) and stmt.columns \
-        else list(columns.values())
+    if isinstance(stmt, ast.Insert) and isinstance(stmt.rows, LiteralRows):
+        width, pos = stmt.rows.uneven or (stmt.rows.width, next(iter(stmt.rows))[1][0])
+        if width != len(targets) or stmt.rows.uneven:
+            raise PlanError(f"INSERT has {width} values where {len(targets)} are expected", pos)
+        return InsertRowsPlan(table, targets, stmt.rows)
     if isinstance(stmt, ast.Insert):
         for row in stmt.rows:
             if len(row) != len(targets):
