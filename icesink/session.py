@@ -37,7 +37,7 @@ def _echo_spans(source_text: str, line: tuple[int, int], failing_start: int, par
         if end < line[0] or stmt.start > line[1]:
             continue
         ok = True if stmt.start < failing_start else parsed if stmt.start == failing_start else False
-        lexemes = takewhile(lambda x, end=end: x.start < end, lex(source_text, stmt.start))
+        lexemes = takewhile(lambda x, end=end: x.start < end, lex(source_text, stmt.start, comments=True))
         spans += [(a, b) for a, b in iter_secret_spans(lexemes, ok) if a < line[1] and b > line[0]]
     return merged(spans)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from functools import lru_cache
+from itertools import chain, islice
 from importlib import resources
 from typing import Iterable, Iterator, NamedTuple, Optional
 
@@ -26,7 +27,8 @@ TERMINALS = {
     "NUMBER": r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?",
 }
 _MASTER = re.compile("|".join(f"(?P<{kind}>{pattern})" for kind, pattern in (
-    ("skip", "|".join(TERMINALS[t] for t in ("WS", "COMMENT", "BLOCK_COMMENT"))),
+    ("skip", TERMINALS["WS"]),
+    ("comment", "|".join(TERMINALS[t] for t in ("COMMENT", "BLOCK_COMMENT"))),
     ("string", TERMINALS["STRING"]),
     ("quoted", TERMINALS["QUOTED_IDENT"]),
     ("word", TERMINALS["IDENT"]),
@@ -37,17 +39,18 @@ _MASTER = re.compile("|".join(f"(?P<{kind}>{pattern})" for kind, pattern in (
 
 
 class Lexeme(NamedTuple):
-    kind: str  # 'word', 'string', 'quoted', 'number', 'punct', 'unterminated'
+    kind: str  # 'word', 'string', 'quoted', 'number', 'punct', 'unterminated' (and 'comment' when asked for)
     start: int
     end: int
     text: str
 
 
-def lex(text: str, start: int = 0) -> Iterator[Lexeme]:
-    """Lexemes from `start` on, skipping white space and comments; never raises."""
+def lex(text: str, start: int = 0, comments: bool = False) -> Iterator[Lexeme]:
+    """Lexemes from `start` on, skipping white space and (unless `comments`) comments; never raises."""
+    skipped = ("skip",) if comments else ("skip", "comment")
     for match in _MASTER.finditer(text, start):
         kind = match.lastgroup
-        if kind != "skip":
+        if kind not in skipped:
             yield Lexeme(kind, match.start(), match.end(), match.group())
 
 
@@ -148,17 +151,19 @@ def _statement(text: str, begin: int, end: int) -> StatementText:
     return StatementText(begin + lead, chunk.strip())
 
 
-def statement_lexemes(text: str) -> Iterator[tuple[StatementText, list[Lexeme]]]:
-    """Each statement of `text` (cut at top-level semicolons, empty ones dropped) with its lexemes."""
-    begin, lexemes = 0, []
-    for lexeme in lex(text):
+def statement_lexemes(text: str, comments: bool = False) -> Iterator[tuple[StatementText, list[Lexeme]]]:
+    """Each statement of `text` (cut at top-level semicolons, empty ones dropped) with its lexemes (and, when asked
+    for, its comments, but a statement of comments only is no statement)."""
+    begin, lexemes, tokens = 0, [], 0
+    for lexeme in lex(text, comments=comments):
         if _is_semicolon(lexeme):
-            if lexemes:
+            if tokens:
                 yield _statement(text, begin, lexeme.start), lexemes
-            begin, lexemes = lexeme.end, []
+            begin, lexemes, tokens = lexeme.end, [], 0
         else:
             lexemes.append(lexeme)
-    if lexemes:
+            tokens += lexeme.kind != "comment"
+    if tokens:
         yield _statement(text, begin, len(text)), lexemes
 
 
@@ -275,9 +280,15 @@ def _credential_value(before: list[Lexeme], lexeme: Lexeme) -> bool:
     return bool(words) and _names_credential(words)
 
 
+def _ends_with_secret(word: str) -> bool:
+    """SECRET on its own, or run together with the verb before it (CREATESECRET)."""
+    letters = _letters(word)
+    return _near(letters, "SECRET") or (len(letters) > 6 and _near(letters[-6:], "SECRET"))
+
+
 def _secret_value_start(head: list[Lexeme]) -> Optional[int]:
     """In CREATE/ALTER SECRET (misspelt or not), where what follows the name (after AS) begins."""
-    i = 1 if _near(_letters(head[0].text), "SECRET") else 2
+    i = 1 if _ends_with_secret(head[0].text) else 2
     while i < len(head) and head[i].kind == "word" and head[i].text.upper() in ("IF", "NOT", "EXISTS"):
         i += 1
     i += 1  # the secret's name
@@ -291,55 +302,73 @@ def _secret_value_start(head: list[Lexeme]) -> Optional[int]:
 
 
 def _is_secret_statement(head: list[Lexeme]) -> bool:
-    """CREATE or ALTER SECRET, or a misspelling of either (but not DROP SECRET or SHOW SECRETS)."""
-    first, second = (head + [None])[:2]
-    if first.kind == "word" and _near(_letters(first.text), "SECRET"):
+    """CREATE or ALTER SECRET, or a misspelling of either, SECRET split in two included (but not DROP SECRET or
+    SHOW SECRETS)."""
+    if head[0].kind == "word" and _ends_with_secret(head[0].text):
         return True
-    verb = first.text.upper()
-    return (second is not None and second.kind == "word" and _near(_letters(second.text), "SECRET")
-            and first.kind == "word" and (verb in ("CREATE", "ALTER") or verb not in keywords()))
+    words = [x.text for x in head[:5] if x.kind == "word"]
+    verb = head[0].text.upper()
+    if head[0].kind != "word" or (verb in keywords() and verb not in ("CREATE", "ALTER")):
+        return False
+    candidates = words[1:3] + ["".join(pair) for pair in zip(words[1:3], words[2:4])]
+    return any(_near(_letters(word), "SECRET") for word in candidates)
 
 
 _HEAD_LEXEMES = 12  # enough to read CREATE SECRET IF NOT EXISTS schema.name AS
+_KIND_LEXEMES = 5  # enough to tell a secret statement, SECRET split in two included
 
 
 def iter_secret_spans(lexemes: Iterable[Lexeme], parsed: bool = True) -> Iterator[tuple[int, int]]:
     """Where one statement's lexemes hold secret values, in no particular order, reading them once with a few in
     memory: every value of CREATE/ALTER SECRET, and the value of an option whose name is, or nearly is, a
-    credential's. A statement that did not parse (`parsed` false) shows no literal at all, and when a literal runs to
-    its end (a stray quote shifted where literals begin and end), nothing from its first quote on, nor a bare word
-    right after a literal."""
+    credential's; in comments too. A statement that did not parse (`parsed` false) shows no literal at all; and
+    when its literals look shifted (a stray or missing quote: one runs to the end, a bare word follows one, one
+    begins with a comma or parenthesis, or a quoted name holds quotes, commas or lines), nothing from its first
+    quote on, nor a bare word right before a literal that runs to the end (its opening quote missing)."""
+    lexemes = iter(lexemes)
+    read = list(islice((x for x in lexemes), _KIND_LEXEMES))
+    while sum(x.kind != "comment" for x in read) < _KIND_LEXEMES and len(read) < 4 * _KIND_LEXEMES:
+        more = next(lexemes, None)
+        if more is None:
+            break
+        read.append(more)
+    tokens = [x for x in read if x.kind != "comment"]
+    secret = bool(tokens) and _is_secret_statement(tokens)
     window: deque[Lexeme] = deque(maxlen=4)
     head: list[Lexeme] = []
-    secret, first_literal, last = None, None, None
+    first_literal, last, shifted = None, None, False
     words = keywords()
-    for lexeme in lexemes:
+    for lexeme in chain(read, lexemes):
+        if lexeme.kind == "comment":  # a statement commented out, or a value after a stray '--', is masked too
+            yield from ((lexeme.start + 2 + a, lexeme.start + 2 + b)  # the text after '--' or '/*'
+                        for a, b in iter_secret_spans(lex(lexeme.text[2:], comments=True), parsed=False))
+            continue
         if len(head) < _HEAD_LEXEMES:
             head.append(lexeme)
-        if secret is None and len(head) >= 2:
-            secret = _is_secret_statement(head)
         literal = lexeme.kind in _LITERAL_KINDS
         if (literal and (secret or not parsed)) or _credential_value(list(window), lexeme):
             yield lexeme.start, lexeme.end
-        elif not parsed and window and window[-1].kind == "string" and lexeme.kind in ("word", "number") \
-                and lexeme.text.upper() not in words:
-            yield lexeme.start, lexeme.end
-        if literal and first_literal is None:
+        swallowed = lexeme.kind == "quoted" and any(c in lexeme.text for c in "'\n,=();")  # a stray '"'
+        if not parsed and ((window and window[-1].kind == "string" and lexeme.kind in ("word", "number")
+                            and lexeme.text.upper() not in words) or re.match(r"[Ee]?'\s*[,()]", lexeme.text)
+                           or swallowed):
+            shifted = True
+        if (literal or swallowed) and first_literal is None:
             first_literal = lexeme.start
         window.append(lexeme)
         last = lexeme
     if last is None:
         return
-    if secret is None:
-        secret = _is_secret_statement(head)
-        if secret:  # a one-lexeme statement: its only lexeme may be a literal
-            yield from ((x.start, x.end) for x in head if x.kind in _LITERAL_KINDS)
     if secret:
         start = _secret_value_start(head)
         if start is not None:
             yield start, last.end
-    if not parsed and last.kind == "unterminated" and first_literal is not None:
+    if not parsed and (last.kind == "unterminated" or shifted) and first_literal is not None:
         yield first_literal, last.end
+    if not parsed and last.kind == "unterminated":  # the value before it may have lost its opening quote
+        before = next((x for x in reversed(list(window)[:-1]) if x.kind in ("word", "number")), None)
+        if before is not None and before.text.upper() not in words:
+            yield before.start, before.end
 
 
 def statement_secret_spans(lexemes: Iterable[Lexeme], parsed: bool = True) -> list[tuple[int, int]]:
@@ -361,7 +390,7 @@ def secret_spans(text: str, parsed=True) -> list[tuple[int, int]]:
     """Where `text` (any number of statements) holds secret values. `parsed` says, for all statements or per
     statement (a function of its index from 1 and its text), whether it parsed."""
     spans = []
-    for index, (statement, lexemes) in enumerate(statement_lexemes(text), start=1):
+    for index, (statement, lexemes) in enumerate(statement_lexemes(text, comments=True), start=1):
         ok = parsed(index, statement.text) if callable(parsed) else parsed
         spans += statement_secret_spans(lexemes, ok)
     return merged(spans)

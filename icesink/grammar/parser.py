@@ -110,7 +110,7 @@ def _found(text: str, pos: int) -> str:
         return "the end of the statement"
     if lexeme.kind in ("string", "unterminated") and lexeme.text[0] != "/":
         return "a string literal"  # never echo a literal: it may be a secret value
-    if any(start <= pos < end for start, end in iter_secret_spans(lex(text), parsed=False)):
+    if any(start <= pos < end for start, end in iter_secret_spans(lex(text, comments=True), parsed=False)):
         return "a value that is not shown, as it may be secret"
     if lexeme.kind == "punct":
         return shown_char(lexeme.text)
