@@ -15,7 +15,8 @@ from .engine.executor import Executor, Result
 from .engine.planner import SETTINGS, Planner
 from .engine.tables import TableStore
 from .errors import IcesinkError, ParseError, PlanError, Position
-from .grammar.lexical import REDACTED, StatementText, merged, iter_secret_spans, lex, split_statements
+from .grammar.lexical import StatementText, lex, split_statements
+from .grammar.masking import REDACTED, iter_secret_spans, merged
 from .grammar.parser import parse_statement, statement_kind
 
 log = logging.getLogger("icesink")

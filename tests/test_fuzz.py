@@ -8,7 +8,8 @@ import time
 import pytest
 
 import icesink
-from icesink.grammar.lexical import redact, split_statements, statement_lexemes
+from icesink.grammar.lexical import split_statements, statement_lexemes
+from icesink.grammar.masking import redact
 from icesink.grammar.parser import parses
 from tests.conftest import CORPUS
 

@@ -65,3 +65,18 @@ def test_ctrl_c_cancels_the_input_and_ctrl_d_leaves(drive, session):
 def test_help_and_unknown_command(drive):
     code, out, err = drive("\\?\r\\x\r\\q\r")
     assert "\\q   quit" in out and "unknown command \\x" in err
+
+
+def test_an_unforeseen_error_is_one_line_and_the_shell_goes_on(drive, session, monkeypatch):
+    original = session.planner.plan
+
+    def broken(stmt, text):  # stands for a bug, or an environment icesink did not foresee
+        if "boom" in text:
+            raise KeyError("PASSWORD 'hunter2'")
+        return original(stmt, text)
+
+    monkeypatch.setattr(session.planner, "plan", broken)
+    code, out, err = drive("SELECT 1 AS boom;\rSHOW TABLES;\r\\q\r")
+    assert code == 0 and "(0 rows)" in out
+    assert err.strip().splitlines() == ["internal error: KeyError: '<REDACTED>' (ICESINK_LOG=DEBUG shows where it "
+                                        "happened)"]

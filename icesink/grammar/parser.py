@@ -12,7 +12,8 @@ from lark.lexer import PatternStr
 from ..errors import ParseError
 from . import ast
 from .bulk import scan_insert
-from .lexical import TERMINALS, grammar_text, iter_secret_spans, keywords, lex
+from .lexical import TERMINALS, grammar_text, keywords, lex
+from .masking import iter_secret_spans
 from .transformer import AstBuilder, SyntaxRuleError
 
 # Expected-token sets that are better said as one phrase: (phrase, tokens that trigger it, tokens it covers).

@@ -12,7 +12,7 @@ from ..config import spark_settings
 from ..errors import IcesinkError
 from ..session import Session
 from .render import make_console, render_error
-from .script import ScriptRunner, SourceError, check_files, decode_lines, read_source
+from .script import ScriptRunner, SourceError, check_files, decode_lines, internal_error, read_source
 
 DESCRIPTION = "icesink: keep Apache Iceberg tables in sync with operational data, defined in SQL."
 EPILOG = ("icesink serve runs the sinks headless; icesink parse FILE… checks files without executing them. "
@@ -119,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        error_console.print(internal_error(exc), markup=False)
+        return 1
 
 
 def _run(session: Session, args, console, error_console) -> int:

@@ -5,16 +5,27 @@ query again every SECONDS (default 2), COUNT times (default 5 in scripts).
 """
 from __future__ import annotations
 
+import logging
 import re
 import time
 from typing import Iterable, Iterator
 
 from ..errors import IcesinkError
 from ..grammar.lexical import CompletionTracker, split_statements
+from ..grammar.masking import REDACTED
 from ..session import Session, parse_script
 from .render import make_console, render_error, render_result
 
 _META = re.compile(r"^\s*\\(\w+)\s*(.*)$")
+log = logging.getLogger("icesink")
+
+
+def internal_error(exc: Exception) -> str:
+    """An error icesink did not foresee, without a traceback (at DEBUG level the log has it)."""
+    log.debug("unforeseen error", exc_info=exc)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    message = re.sub(r"'[^']*'?|\"[^\"]*\"?", REDACTED, text)  # it may quote anything: a value, a statement
+    return f"internal error: {type(exc).__name__}: {message} (ICESINK_LOG=DEBUG shows where it happened)"
 
 
 class SourceError(IcesinkError):
@@ -84,6 +95,9 @@ class ScriptRunner:
                 render_result(self.console, result)
         except IcesinkError as error:
             render_error(self.error_console, error)
+            return False
+        except Exception as exc:  # a bug or a broken environment: said in one line, and the shell goes on
+            self.error_console.print(internal_error(exc), markup=False)
             return False
         return True
 

@@ -12,7 +12,8 @@ from pygments.lexers.sql import PostgresLexer
 
 from ..catalog.schema import VIEWS
 from ..catalog.private import private_file
-from ..grammar.lexical import is_complete, keywords, redact
+from ..grammar.lexical import is_complete, keywords
+from ..grammar.masking import redact
 from ..grammar.parser import parses
 from ..session import Session
 from .render import make_console

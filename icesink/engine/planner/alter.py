@@ -7,7 +7,7 @@ import re
 from ...catalog.store import CatalogObject
 from ...errors import CatalogError, PlanError
 from ...grammar import ast
-from ...grammar.lexical import redact
+from ...grammar.masking import redact
 from ...grammar.parser import parse_statement
 from .binder import KIND_WORDS, Binder
 from .create import view_query_text

@@ -68,10 +68,6 @@ def _postgres_arithmetic(tree: exp.Expression) -> exp.Expression:
     return tree.transform(replace)
 
 
-def to_sqlite(text: str, storage: dict[str, str] | None = None) -> str:
-    return sqlite_tree(text, storage).sql(dialect="sqlite")
-
-
 def sqlite_tree(text: str, storage: dict[str, str] | None = None) -> exp.Expression:
     """Postgres-flavoured SQL as SQLite runs it: system views lose their schema, engine tables are renamed
     to their storage, arithmetic follows Postgres."""
@@ -119,7 +115,7 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
     tables = {name: s for name, s in storage.items() if s}
     if tables and len(tables) != len(storage):
         raise NotSupportedYet("a query that joins engine tables with system views is not supported yet")
-    return QueryPlan(to_sqlite(text, tables), target="tables" if tables else "catalog",
+    return QueryPlan(sqlite_tree(text, tables).sql(dialect="sqlite"), target="tables" if tables else "catalog",
                      column_positions=column_positions(stmt))
 
 

@@ -6,7 +6,7 @@ import unicodedata
 from ...catalog.store import CatalogObject
 from ...errors import PlanError
 from ...grammar import ast
-from ...grammar.lexical import redact
+from ...grammar.masking import redact
 from ...grammar.parser import parse_statement
 from . import options as opts
 from .binder import Binder

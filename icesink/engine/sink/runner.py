@@ -50,6 +50,7 @@ class SinkRunner:
         self.stopping = False
         self._batch_done = threading.Event()
         self._batch_done.set()
+        self._failing = threading.Lock()
 
     # ------------------------------------------------------------ lifecycle
     def _status(self, status: str, error: str | None = None, details: dict | None = None) -> None:
@@ -154,7 +155,11 @@ class SinkRunner:
         return False
 
     def _fail(self, exc: Exception) -> None:
-        self.failed = exc
+        """Records the failure once: a batch and the scheduler's idle check can both find the same fencing."""
+        with self._failing:
+            if self.failed is not None:
+                return
+            self.failed = exc
         self._status("failed", str(exc))
 
     # ------------------------------------------------------------ one batch
