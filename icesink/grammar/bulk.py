@@ -35,15 +35,15 @@ def _names(text: str, offset: int) -> tuple[ast.Name, ...]:
     return tuple(names)
 
 
-def _value(item: re.Match):
-    if item.group("number") is not None:
-        text = item.group("number").replace(" ", "")
+def _value(number: str | None, string: str | None, word: str | None, at: int):
+    if number is not None:
+        text = number.replace(" ", "")
         digits = text.lstrip("+-")
-        number = int(digits) if digits.isdigit() else Decimal(digits)
-        return -number if text.startswith("-") else number
-    if item.group("string") is not None:
-        return string_value(item.group("string"), item.start("string"))
-    return _WORDS[item.group("word").lower()]
+        value = int(digits) if digits.isdigit() else Decimal(digits)
+        return -value if text.startswith("-") else value
+    if string is not None:
+        return string_value(string, at)
+    return _WORDS[word.lower()]
 
 
 def _rows(text: str, start: int, check: bool = False) -> Iterator[tuple[tuple, tuple]]:
@@ -59,11 +59,14 @@ def _rows(text: str, start: int, check: bool = False) -> Iterator[tuple[tuple, t
             if not item:
                 raise _NotLiteral
             position = item.end()
-            if not check or item.group("string") is not None:  # a string may hold a bad escape: check it now
-                values.append(_value(item))
-            kind = next(k for k in ("number", "string", "word") if item.group(k) is not None)
-            positions.append(item.start(kind))
-            if item.group("end") == ")":
+            number, string, word, end = item.groups()
+            at = item.start(1 if number is not None else 2 if string is not None else 3)
+            if not check:
+                values.append(_value(number, string, word, at))
+            elif string is not None and (string[0] in "eE" or "\0" in string):  # may hold a bad escape or a NUL
+                string_value(string, at)
+            positions.append(at)
+            if end == ")":
                 break
         yield tuple(values), tuple(positions)
         after = _AFTER_ROW.match(text, position)
