@@ -44,13 +44,23 @@ def _number(value):
     return value
 
 
-def divide(a, b):
-    """Postgres's `/`: integers truncate toward zero, and dividing by zero is an error (SQLite answers NULL)."""
+def _operands(a, b):
+    """Both as numbers, or None when either is NULL. A zero divisor is an error, as in Postgres (SQLite answers
+    NULL)."""
     if a is None or b is None:
         return None
     a, b = _number(a), _number(b)
     if b == 0:
         raise ZeroDivisionError("division by zero")
+    return a, b
+
+
+def divide(a, b):
+    """Postgres's `/`: integers truncate toward zero."""
+    operands = _operands(a, b)
+    if operands is None:
+        return None
+    a, b = operands
     if isinstance(a, int) and isinstance(b, int):
         quotient = abs(a) // abs(b)
         return quotient if (a < 0) == (b < 0) else -quotient
@@ -58,15 +68,12 @@ def divide(a, b):
 
 
 def modulo(a, b):
-    """Postgres's `%`: the sign of the dividend, and an error for zero."""
-    if a is None or b is None:
+    """Postgres's `%`: the sign of the dividend."""
+    operands = _operands(a, b)
+    if operands is None:
         return None
-    a, b = _number(a), _number(b)
-    if b == 0:
-        raise ZeroDivisionError("division by zero")
-    if isinstance(a, int) and isinstance(b, int):
-        return a - b * divide(a, b)
-    return math.fmod(a, b)
+    a, b = operands
+    return a - b * divide(a, b) if isinstance(a, int) and isinstance(b, int) else math.fmod(a, b)
 
 
 FUNCTIONS = {"icesink_div": divide, "icesink_mod": modulo}

@@ -163,27 +163,30 @@ class Executor:
         count = self.tables.write(plan.sql, f"{plan.verb} into table '{plan.table.name}'", plan.positions)
         return Result(f"{plan.verb} {'0 ' if plan.verb == 'INSERT' else ''}{count}")
 
-    def _InsertRowsPlan(self, plan: InsertRowsPlan) -> Result:
-        what = f"INSERT into table '{plan.table.name}'"
+    def _insert_rows(self, plan: InsertRowsPlan | CopyPlan, rows, what: str, file_pos: int | None = None) -> int:
+        """A refused row is said with its column and where it is: its place in the statement, or (`file_pos`, where
+        the statement names the file) its line in the file."""
+        def refused(message: str, where) -> CatalogError:
+            if file_pos is None:
+                return CatalogError(f"{what}{message}", where)
+            return CatalogError(f"{what}{f', line {where}' if where else ''}{message}", file_pos)
+
         try:
-            count = self.tables.insert_rows(plan.table.id, plan.columns, plan.rows)
+            return self.tables.insert_rows(plan.table.id, plan.columns, rows)
         except InvalidValue as exc:
-            raise CatalogError(f"{what}, column \"{exc.column}\": {exc}", exc.where) from None
+            raise refused(f", column \"{exc.column}\": {exc}", exc.where) from None
         except RowRefused as exc:
-            raise CatalogError(f"{what}: {exc.message}", exc.where) from None
+            raise refused(f": {exc.message}", exc.where) from None
+        except CopyError as exc:
+            raise refused(f": {exc}", exc.line) from None
+
+    def _InsertRowsPlan(self, plan: InsertRowsPlan) -> Result:
+        count = self._insert_rows(plan, plan.rows, f"INSERT into table '{plan.table.name}'")
         return Result(f"INSERT 0 {count}")
 
     def _CopyPlan(self, plan: CopyPlan) -> Result:
-        what = f"COPY into table '{plan.table.name}' from {plan.path}"
         rows = read_rows(plan.path, [c["name"] for c in plan.columns], plan.options)
-        try:
-            count = self.tables.insert_rows(plan.table.id, plan.columns, rows)
-        except CopyError as exc:
-            raise CatalogError(f"{what}{f', line {exc.line}' if exc.line else ''}: {exc}", plan.path_pos) from None
-        except InvalidValue as exc:
-            raise CatalogError(f"{what}, line {exc.where}, column \"{exc.column}\": {exc}", plan.path_pos) from None
-        except RowRefused as exc:
-            raise CatalogError(f"{what}, line {exc.where}: {exc.message}", plan.path_pos) from None
+        count = self._insert_rows(plan, rows, f"COPY into table '{plan.table.name}' from {plan.path}", plan.path_pos)
         return Result(f"COPY {count}")
 
     # ------------------------------------------------------------ queries
