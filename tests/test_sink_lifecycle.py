@@ -89,6 +89,33 @@ def test_a_zombie_is_fenced_and_the_table_stays_intact(session, scheduler, spark
     assert got == [(1, "a")] + [(i, f"n{i}") for i in range(2, 6)]
 
 
+def test_a_zombie_fenced_in_its_own_batch_fails_once_and_is_not_started_again(session, scheduler, spark, monkeypatch):
+    """Without the idle check, the zombie learns of the newer version from its next batch; the scheduler then sees its
+    query stop, and must neither start it again nor record the failure twice."""
+    monkeypatch.setattr("icesink.engine.scheduler.FENCING_CHECK_SECONDS", 3600)
+    session.execute(ORDERS + "INSERT INTO orders VALUES (1, 'a')")
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
+    sink = session.catalog.get("orders_lake")
+    newer = SinkRunner(session.catalog, dataclasses.replace(sink, definition={**sink.definition, "sink_version": 2}),
+                       spark, session.executor.secret_value)
+    newer.start()
+    try:
+        version = lambda: iceberg_table(session, "orders_lake").current_snapshot().summary.additional_properties.get(
+            "icesink.sink-version")
+        session.execute("INSERT INTO orders VALUES (2, 'b')")
+        wait_for(lambda: version() == "2", what="the newer version to commit")
+        session.execute("INSERT INTO orders VALUES (3, 'c')")  # the zombie's next batch meets the newer version
+        wait_for(lambda: any(s == "failed" for s, _ in statuses(session, "orders_lake")), what="the zombie to fail")
+        time.sleep(3)  # several scheduler ticks
+        wait_for(caught_up(session, "orders_lake", "orders"), what="the newer engine to catch up")
+    finally:
+        newer.stop()
+    history = [s for s, _ in statuses(session, "orders_lake")]
+    assert history.count("failed") == 1 and history[history.index("failed") + 1:] == []
+    got = duckdb_rows(iceberg_table(session, "orders_lake").metadata_location, "id, name", "1")
+    assert got == [(1, "a"), (2, "b"), (3, "c")]
+
+
 def test_an_incompatible_table_fails_the_sink_with_the_difference(session, scheduler):
     session.execute("CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local')")
     catalog = connector_for(session.catalog.get("lake"), None, session.data_dir).load_catalog()

@@ -113,6 +113,8 @@ class Scheduler:
                     continue
             if slot.runner is not None and slot.runner.query is not None and not slot.runner.query.isActive:
                 self._crashed(slot, sink)
+                if slot.failed:  # needs a user's action: starting it again would only record the failure again
+                    continue
             if slot.runner is None and time.time() >= slot.retry_at:
                 self._start(slot, sink)
 
