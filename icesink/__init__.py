@@ -1,5 +1,5 @@
 """icesink: keeps Apache Iceberg tables continuously in sync with operational data."""
-from .engine.executor import Result
+from .control.executor import Result
 from .errors import CatalogError, IcesinkError, NotSupportedYet, ParseError, PlanError
 from .session import Session, connect
 

@@ -11,8 +11,8 @@ from typing import Iterator, Optional
 
 from .catalog.secrets import open_secret_store
 from .catalog.store import Catalog, default_data_dir
-from .engine.executor import Executor, Result
-from .engine.planner import SETTINGS, Planner
+from .control.executor import Executor, Result
+from .control.planner import SETTINGS, Planner
 from .engine.tables import TableStore
 from .errors import IcesinkError, ParseError, PlanError, Position
 from .grammar.lexical import StatementText, lex, split_statements

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from icesink.engine.columns import decoder
+from icesink.model.types import decoder
 from icesink.engine.values import InvalidValue, input_function
 from tests.conftest import error_of, rows
 from tests.readers import duckdb_rows

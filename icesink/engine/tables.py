@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..catalog.sqlite import connect_wal, database_errors, raised_in_function, sql_function, sqlite_message
 from ..errors import CatalogError
-from .planner.types import base_type
+from ..model.types import base_type
 from .values import InvalidValue, column_input, input_function
 
 TABLES_FILE = "tables.db"

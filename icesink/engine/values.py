@@ -17,8 +17,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Callable
 
-from .columns import UNBOUNDED_NUMERIC, decoder
-from .planner.types import base_type
+from ..model.types import UNBOUNDED_NUMERIC, base_type, decoder
 
 
 class InvalidValue(ValueError):

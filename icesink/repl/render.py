@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich import box
 
-from ..engine.executor import Result
+from ..control.executor import Result
 from ..errors import IcesinkError
 
 

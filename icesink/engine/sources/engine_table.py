@@ -8,7 +8,8 @@ from pathlib import Path
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
-from ..columns import decoder, spark_type
+from ...model.types import decoder
+from ..columns import spark_type
 
 OFFSET, DIFF, TS = "_icesink_offset", "_icesink_diff", "_icesink_ts"
 ROWS_PER_PARTITION = 250_000

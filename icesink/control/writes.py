@@ -7,12 +7,12 @@ from decimal import Decimal
 
 from sqlglot import exp
 
-from ...errors import NotSupportedYet, PlanError
-from ...grammar import ast
-from ...grammar.bulk import LiteralRows
-from ..tables import quote, storage_name
+from ..errors import NotSupportedYet, PlanError
+from ..grammar import ast
+from ..grammar.bulk import LiteralRows
+from ..engine.tables import quote, storage_name
 from .binder import Binder
-from ..copy_from import FORMATS, CopyOptions
+from .copy_from import FORMATS, CopyOptions
 from .plans import CopyPlan, InsertRowsPlan, WritePlan
 from .queries import column_positions, engine_table_storage, sqlite_tree
 from .query import table_refs

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ...catalog.store import Catalog, CatalogObject
-from ...errors import PlanError
-from ...grammar import ast
+from ..catalog.store import Catalog, CatalogObject
+from ..errors import PlanError
+from ..grammar import ast
 from .query import Relation
 from .types import Column
 

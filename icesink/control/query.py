@@ -6,8 +6,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from ...errors import PlanError
-from ...grammar import ast
+from ..errors import PlanError
+from ..grammar import ast
 from .types import NUMERIC_ORDER, UNKNOWN, Column, base_type, normalize
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from ...catalog.store import CatalogObject
-from ..copy_from import CopyOptions
+from ..catalog.store import CatalogObject
+from .copy_from import CopyOptions
 
 
 @dataclass

@@ -1,9 +1,9 @@
 """Binds parsed statements to catalog objects, enforces dialect.md's rules, and produces plans."""
 from __future__ import annotations
 
-from ...catalog.store import Catalog
-from ...errors import PlanError
-from ...grammar import ast
+from ..catalog.store import Catalog
+from ..errors import PlanError
+from ..grammar import ast
 from .alter import plan_alter, plan_drop
 from .binder import Binder
 from .create import (plan_create_connection, plan_create_load_generator, plan_create_materialized_view,

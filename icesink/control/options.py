@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ...errors import PlanError
-from ...grammar import ast
+from ..errors import PlanError
+from ..grammar import ast
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from ...catalog.store import CatalogObject
-from ...errors import CatalogError, PlanError
-from ...grammar import ast
-from ...grammar.masking import redact
-from ...grammar.parser import parse_statement
+from ..catalog.store import CatalogObject
+from ..errors import CatalogError, PlanError
+from ..grammar import ast
+from ..grammar.masking import redact
+from ..grammar.parser import parse_statement
 from .binder import KIND_WORDS, Binder
 from .create import view_query_text
 from .plans import DropPlan, NoticePlan, SetSecretPlan, UpdatePlan

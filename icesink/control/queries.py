@@ -5,12 +5,12 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
-from ...catalog.schema import SCHEMA_OF_VIEW, VIEWS
-from ...errors import NotSupportedYet, PlanError
-from ...grammar import ast
+from ..catalog.schema import SCHEMA_OF_VIEW, VIEWS
+from ..errors import NotSupportedYet, PlanError
+from ..grammar import ast
 from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
-from ..tables import is_engine_table, storage_name
-from ...grammar.lexical import backslash_literal, lex, rewrite_for_engine
+from ..engine.tables import is_engine_table, storage_name
+from ..grammar.lexical import backslash_literal, lex, rewrite_for_engine
 from .plans import IcebergQueryPlan, QueryPlan
 from .query import table_refs, walk
 

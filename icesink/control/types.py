@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import PlanError
-from ...grammar import ast
+from ..errors import PlanError
+from ..grammar import ast
+from ..model.types import Column, base_type
 
 _SYNONYMS = {
     "int2": "smallint", "smallint": "smallint",
@@ -30,23 +31,6 @@ INTEGERS = ("smallint", "integer", "bigint")
 NUMERIC_ORDER = ("smallint", "integer", "bigint", "numeric", "real", "double precision")
 TEMPORAL = {"date", "timestamp", "timestamp with time zone"}
 UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: str  # normalised, e.g. 'bigint', 'numeric(10,2)', 'text[]'
-    nullable: bool = True
-
-    def as_dict(self) -> dict:
-        return {"name": self.name, "type": self.type, "nullable": self.nullable}
-
-
-def base_type(type_name: str) -> str:
-    """'numeric(10,2)' -> 'numeric'; arrays are 'list'."""
-    if type_name.endswith("[]"):
-        return "list"
-    return type_name.split("(")[0]
 
 
 def normalize(data_type: ast.DataType) -> str:

@@ -5,10 +5,10 @@ import json
 import os
 import re
 
-from ...errors import NotSupportedYet, PlanError
-from ...grammar import ast
-from ...grammar.lexical import lex
-from ...grammar.masking import redact
+from ..errors import NotSupportedYet, PlanError
+from ..grammar import ast
+from ..grammar.lexical import lex
+from ..grammar.masking import redact
 from . import options as opts
 from .binder import Binder
 from .intervals import parse_interval_ms

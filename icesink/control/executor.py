@@ -11,12 +11,12 @@ from ..catalog.sqlite import sqlite_message
 from ..catalog.store import Catalog, CatalogObject, now
 from ..catalog_connections import connector_for
 from ..errors import CatalogError, NotSupportedYet, PlanError
-from .planner.binder import KIND_WORDS
+from .binder import KIND_WORDS
 from .copy_from import CopyError, read_rows
-from .planner.plans import (CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan, InsertRowsPlan, NoticePlan, QueryPlan,
+from .plans import (CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan, InsertRowsPlan, NoticePlan, QueryPlan,
                             SetSecretPlan, SetVariablePlan, UpdatePlan, ValidatePlan, WritePlan)
-from .tables import RowRefused, TableStore, is_engine_table
-from .values import InvalidValue
+from ..engine.tables import RowRefused, TableStore, is_engine_table
+from ..engine.values import InvalidValue
 
 
 @dataclass
@@ -137,8 +137,8 @@ class Executor:
         return Result(plan.status, notices=[plan.notice])
 
     def _IcebergQueryPlan(self, plan: IcebergQueryPlan) -> Result:
-        from .sink.writers import scan_frame, table_schema
-        from .spark import get_spark
+        from ..engine.sink.writers import scan_frame, table_schema
+        from ..engine.spark import get_spark
 
         spark = self.spark_factory() if self.spark_factory else get_spark()
         for view, (connection, namespace, name) in plan.views.items():

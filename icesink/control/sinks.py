@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import unicodedata
 
-from ...catalog.store import CatalogObject
-from ...errors import PlanError
-from ...grammar import ast
-from ...grammar.masking import redact
-from ...grammar.parser import parse_statement
+from ..catalog.store import CatalogObject
+from ..errors import PlanError
+from ..grammar import ast
+from ..grammar.masking import redact
+from ..grammar.parser import parse_statement
 from . import options as opts
 from .binder import Binder
 from .create import exists_notice
