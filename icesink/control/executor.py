@@ -137,7 +137,7 @@ class Executor:
         return Result(plan.status, notices=[plan.notice])
 
     def _IcebergQueryPlan(self, plan: IcebergQueryPlan) -> Result:
-        from ..engine.sink.writers import scan_frame, table_schema
+        from ..engine.iceberg_read import scan_frame, table_schema
         from ..engine.spark import get_spark
 
         spark = self.spark_factory() if self.spark_factory else get_spark()

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from pyiceberg.exceptions import CommitFailedException
-from pyiceberg.table.snapshots import Operation
-from pyiceberg.table.update.snapshot import _OverwriteFiles
 
 from ..faults import crash_point
+from ..pyiceberg_internals import commit_files
 from .progress import Progress, latest_progress, summary_properties
 from .writers import BatchFiles
 
@@ -96,7 +95,7 @@ class Committer:
             properties = summary_properties(self.sink_id, self.version, frontier,
                                             {"lower": {"offset": after}, "upper": frontier, "rows": planned.rows})
             try:
-                snapshot_id = _commit_files(table, planned.removed, planned.added, properties)
+                snapshot_id = commit_files(table, planned.removed, planned.added, properties)
             except CommitFailedException as exc:
                 log.info("sink %s: commit attempt %d lost a race (%s); planning again", self.sink_id, attempt, exc)
                 continue
@@ -125,27 +124,3 @@ def _offset(frontier: dict) -> int:
 
 def _upper(planned: BatchFiles) -> dict:
     return {"offset": int(planned.upper_offset)}
-
-
-class _Overwrite(_OverwriteFiles):
-    """pyiceberg 0.12's overwrite carries a manifest that holds only deleted entries into every later snapshot,
-    so an upserting table's manifest list, and each commit's cost, grew with its age. Such manifests are
-    dropped here, as Java Iceberg drops them."""
-
-    def _existing_manifests(self):
-        return [m for m in super()._existing_manifests() if m.has_added_files() or m.has_existing_files()]
-
-
-def _commit_files(table, removed: list, added: list, properties: dict[str, str]) -> int:
-    with table.transaction() as tx:
-        if removed:
-            producer = _Overwrite(operation=Operation.OVERWRITE, transaction=tx, io=table.io,
-                                  snapshot_properties=properties)
-        else:
-            producer = tx.update_snapshot(snapshot_properties=properties).merge_append()
-        with producer:
-            for data_file in removed:
-                producer.delete_data_file(data_file)
-            for data_file in added:
-                producer.append_data_file(data_file)
-    return table.current_snapshot().snapshot_id

@@ -18,7 +18,7 @@ from ..sources.generators import GeneratorSource
 from ..tables import TableStore, is_engine_table
 from .committer import Committer, Fenced, FrontierConflict
 from .table import IncompatibleTable, ensure_table
-from .writers import AppendWriter, KeyViolation, UpsertWriter
+from .writers import KeyViolation, writer_for
 
 log = logging.getLogger("icesink.sink")
 
@@ -78,8 +78,7 @@ class SinkRunner:
             self._fail(exc)
             raise SinkFailed(str(exc)) from None
         columns = [c["name"] for c in self.definition["columns"]]
-        self.writer = (UpsertWriter(columns, self.definition["key"], self._key_checked(parent))
-                       if self.definition["mode"] == "upsert" else AppendWriter(columns))
+        self.writer = writer_for(self.definition["mode"], columns, self.definition["key"], self._key_checked(parent))
         self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.sink.cluster or "default")
         self.query = (stream.writeStream.queryName(f"icesink-{self.sink.id}-v{self.committer.version}")
                       .foreachBatch(self._batch)

@@ -1,0 +1,86 @@
+"""What every writer shares: one micro-batch of changes in, the Iceberg data files to add and remove out, planned on
+the driver and written on the executors in one Spark job. Rows never travel to the driver; file metadata (pickled
+DataFile objects) and the batch's tally do. A write mode is a module beside this one and a line in WRITERS
+(__init__.py)."""
+from __future__ import annotations
+
+import pickle
+import uuid
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+
+from ...pyiceberg_internals import write_data_files
+from ...sources.engine_table import OFFSET, TS
+
+RESULT_SCHEMA = pa.schema([("kind", pa.string()), ("payload", pa.binary())])  # a write task's report: a row a fact
+DEFAULT_TARGET_FILE_BYTES = 8 << 20  # in memory, as pyiceberg measures it; small files keep rewrites small
+
+
+class KeyViolation(Exception):
+    """An enforced KEY is not unique in the input: the sink cannot tell which row is the key's."""
+
+
+@dataclass
+class BatchFiles:
+    """What one batch writes, and what it read: the tally the commit records."""
+    removed: list = field(default_factory=list)
+    added: list = field(default_factory=list)
+    rows: int = 0  # changes read
+    upper_offset: int | None = None  # the newest change's offset
+    newest_ts: int | None = None  # when the newest change was made (ms)
+
+
+class Writer(Protocol):
+    def plan(self, changes: DataFrame, table, after: int) -> BatchFiles:
+        """The files to remove and add for the changes with offsets above `after`, against `table`'s state."""
+
+
+def tally(rows):
+    """The tally of one task's changes (an Arrow table with OFFSET and TS) as a result row."""
+    return {"kind": "tally", "payload": pickle.dumps((rows.num_rows, pc.max(rows[OFFSET]).as_py(),
+                                                      pc.max(rows[TS]).as_py()))}
+
+
+def conform(rows, schema):
+    """`rows` with the table's columns in its order and types; optional columns the sink lacks are null."""
+    columns = [rows[f.name] if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type) for f in schema]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def write(metadata, io, rows):
+    """Result rows for the data files holding `rows`, cut into files of the table's target size."""
+    if not rows.num_rows:
+        return
+    target = int(metadata.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES))
+    per_file = max(1024, target * rows.num_rows // max(1, rows.nbytes))
+    for start in range(0, rows.num_rows, per_file):
+        for data_file in write_data_files(metadata, rows.slice(start, per_file), io, uuid.uuid4()):
+            yield {"kind": "added", "payload": pickle.dumps(data_file)}
+
+
+def facts(found: list[dict]):
+    return pa.RecordBatch.from_pylist(found, schema=RESULT_SCHEMA)
+
+
+def collect(results: DataFrame, groups: list | None = None) -> BatchFiles:
+    """The driver's only read of a batch: the facts its tasks reported (see the writers' task functions)."""
+    files = BatchFiles()
+    for row in results.collect():
+        payload = pickle.loads(row.payload)
+        if row.kind == "added":
+            files.added.append(payload)
+        elif row.kind == "rewrote":
+            group, indexes = payload
+            files.removed.extend(groups[group].tasks[i].file for i in indexes)
+        elif row.kind == "violation":
+            raise KeyViolation(payload)
+        else:
+            rows, upper, newest = payload
+            files.rows += rows
+            files.upper_offset = max(upper, files.upper_offset or upper)
+            files.newest_ts = max(newest, files.newest_ts or newest)
+    return files

@@ -1,0 +1,109 @@
+"""MODE UPSERT, copy-on-write: the table's files are grouped by the ranges of keys they cover; each change goes to
+the group whose range holds its key, and one task per group keeps the last change per key, reads the group's files,
+drops the changed keys' old rows, and writes the rest with the new rows, sorted by key and cut into files of a
+bounded size. Only files whose key range (and, where the partition follows from the key, partition) holds a changed
+key are read and replaced; the commit swaps them in one snapshot."""
+from __future__ import annotations
+
+import pickle
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from ...pyiceberg_internals import executor_context, scan, table_context
+from ...sources.engine_table import DIFF, OFFSET
+from ..key_ranges import files_holding, group_files, group_index, key_partitions
+from .base import RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, write
+
+PID = "_icesink_group"
+
+
+def _latest(rows, key: list[str]):
+    """The last change per key in source order (offsets are unique, so the newest offset names one row)."""
+    newest = rows.group_by(key).aggregate([(OFFSET, "max")])[f"{OFFSET}_max"]
+    return rows.filter(pc.is_in(rows[OFFSET], value_set=newest))
+
+
+def _violations(rows, key: list[str]) -> str | None:
+    """Keys whose changes in this batch add (or remove) more than one live row, described."""
+    sums = rows.group_by(key).aggregate([(DIFF, "sum")])
+    bad = sums.filter(pc.greater(pc.abs(sums[f"{DIFF}_sum"]), 1))
+    if not bad.num_rows:
+        return None
+    shown = "; ".join(", ".join(f"{k} = {row[k]!r}" for k in key) +
+                      f" ({'adds' if row[f'{DIFF}_sum'] > 0 else 'removes'} {abs(row[f'{DIFF}_sum'])} rows)"
+                      for row in bad.slice(0, 3).to_pylist())
+    return (f"KEY ({', '.join(key)}) is not unique in the input: {shown}; nothing of this batch was written. "
+            "Recreate the sink with KEY (...) NOT ENFORCED to keep the last change per key")
+
+
+def _without_keys(rows, keys, key: list[str]):
+    """`rows` less those whose key is among `keys`."""
+    if len(key) == 1:
+        return rows.filter(pc.invert(pc.is_in(rows[key[0]], value_set=keys[key[0]])))
+    # join on the keys alone: Arrow's join cannot carry every column type along
+    numbered = rows.select(key).append_column("_row", pa.array(range(rows.num_rows), pa.int64()))
+    kept = numbered.join(keys, keys=key, join_type="left anti")["_row"]
+    return rows.take(kept)
+
+
+class UpsertWriter:
+    """`enforced`: the input promises one live row per key, so a key whose changes in a batch add up to two
+    live rows (or remove two) is reported. Upsert-shaped inputs (every change replaces the key's row) and
+    KEY NOT ENFORCED keep the last change per key instead."""
+
+    def __init__(self, columns: list[str], key: list[str], enforced: bool = False):
+        self.columns = columns
+        self.key = key
+        self.enforced = enforced
+
+    def plan(self, changes: DataFrame, table, after: int) -> BatchFiles:
+        spark = changes.sparkSession
+        tasks = list(table.scan().plan_files()) if table.current_snapshot() is not None else []
+        groups = group_files(tasks, table.schema(), self.key[0])
+        changed = changes.filter(F.col(OFFSET) > after)
+        if groups:
+            key_type = table.schema().find_field(self.key[0]).field_type
+            changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups))
+            parallelism = spark.sparkContext.defaultParallelism
+            changed = changed.repartition(max(1, min(len(groups), 4 * parallelism)), PID)
+        else:  # an empty table: ranges of keys per task keep the files' ranges apart for the next batch
+            changed = changed.withColumn(PID, F.lit(0))
+            changed = changed.repartitionByRange(spark.sparkContext.defaultParallelism, *self.key)
+        partitions = key_partitions(table.spec(), table.schema(), self.key)
+        merge = _merge_groups(*table_context(table), self.key, self.columns, self.enforced, dict(enumerate(groups)),
+                              partitions)
+        return collect(changed.mapInArrow(merge, from_arrow_schema(RESULT_SCHEMA)), groups)
+
+
+def _merge_groups(metadata_json, io_properties, location, key, columns, enforced, groups: dict, partitions):
+    """An executor function: the changes of some key groups in, result rows out (see _collect)."""
+    def merge(batches):
+        batches = list(batches)
+        changes = pa.Table.from_batches(batches) if batches else None
+        if changes is None or not changes.num_rows:
+            return
+        metadata, io = executor_context(metadata_json, io_properties, location)
+        schema = metadata.schema().as_arrow()
+        found = [tally(changes)]
+        for pid in pc.unique(changes[PID]).to_pylist():
+            rows = changes.filter(pc.equal(changes[PID], pid))
+            problem = _violations(rows, key) if enforced else None
+            if problem:
+                found.append({"kind": "violation", "payload": pickle.dumps(problem)})
+                break
+            latest = _latest(rows, key)
+            conformed = conform(latest.select(columns), schema)
+            upserts, changed_keys = conformed.filter(pc.greater(latest[DIFF], 0)), conformed.select(key)
+            holding = files_holding(groups[pid], changed_keys, key[0], partitions) if pid in groups else []
+            if holding:
+                tasks = [groups[pid].tasks[i] for i in holding]
+                existing = conform(scan(metadata, io).to_table(tasks), schema)
+                upserts = pa.concat_tables([_without_keys(existing, changed_keys, key), upserts])
+                found.append({"kind": "rewrote", "payload": pickle.dumps((pid, holding))})
+            found.extend(write(metadata, io, upserts.sort_by([(k, "ascending") for k in key])))
+        yield facts(found)
+    return merge
