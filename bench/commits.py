@@ -28,6 +28,9 @@ from pyiceberg.io.pyarrow import _dataframe_to_data_files  # noqa: E402
 from icesink.engine.sink.committer import Committer  # noqa: E402
 from icesink.engine.sink.table import ensure_table  # noqa: E402
 from icesink.engine.sink.writers import BatchFiles  # noqa: E402
+from icesink.model.descriptors import SinkDescriptor  # noqa: E402
+from icesink.model.frontier import Frontier  # noqa: E402
+from icesink.model.types import Column  # noqa: E402
 
 
 COLD_FILES = 100
@@ -41,9 +44,8 @@ def main() -> None:
     args = parser.parse_args()
     directory = Path(tempfile.mkdtemp(prefix="icesink-commits-"))
     catalog = SqlCatalog("bench", uri=f"sqlite:///{directory}/catalog.db", warehouse=f"file://{directory}")
-    definition = {"namespace": "bench", "table": "t", "mode": "append", "key": [], "partition_by": [],
-                  "columns": [{"name": "id", "type": "bigint"}, {"name": "v", "type": "text"}]}
-    ensure_table(catalog, definition)
+    ensure_table(catalog, SinkDescriptor("u0", "u0", "bench", "t", "append", 1000,
+                                         columns=(Column("id", "bigint"), Column("v", "text"))))
     committer = Committer(lambda: catalog.load_table(("bench", "t")), "u1", 1)
     hot: list = []  # upsert: the file the previous commit wrote
 
@@ -61,12 +63,12 @@ def main() -> None:
         return BatchFiles(removed, added, args.rows, after + args.rows, 0)
 
     for n in range(COLD_FILES if args.mode == "upsert" else 0):
-        committer.commit({"offset": n * args.rows}, plan)
+        committer.commit(Frontier(n * args.rows), plan)
     start = COLD_FILES if args.mode == "upsert" else 0
     latencies = []
     for n in range(start, start + args.commits):
         started = time.perf_counter()
-        outcome = committer.commit({"offset": n * args.rows}, plan)
+        outcome = committer.commit(Frontier(n * args.rows), plan)
         committer.expire_snapshots(outcome.snapshot_id)
         latencies.append(time.perf_counter() - started)
     table = catalog.load_table(("bench", "t"))

@@ -74,7 +74,7 @@ def main() -> None:
     started = time.time()
     scheduler.start()
     source = session.catalog.get("kv")
-    tick_ms = source.definition["options"].get("tick_interval_ms", 1000)
+    tick_ms = source.descriptor.settings.tick_interval_ms or 1000
     start_ms = int(datetime.fromisoformat(source.created_at).timestamp() * 1000)
     catalog = connector_for(session.catalog.get("lake"), None, data_dir).load_catalog()
 

@@ -187,7 +187,7 @@ def test_key_rules_accept_what_is_unique(planned):
     planned.execute(sink("PARTITION BY (bucket(16, _mz_diff), day(placed_at)) MODE APPEND WITH (COMMIT INTERVAL '2s')", name="s6"))
     got = rows(planned, "SELECT name, envelope_type FROM mz_sinks ORDER BY name")
     assert got == [("s", "upsert"), ("s2", "upsert"), ("s3", "upsert"), ("s4", "upsert"), ("s5", "upsert"), ("s6", "append")]
-    intervals = [planned.catalog.get(name).definition["commit_interval_ms"] for name, _ in got]
+    intervals = [planned.catalog.get(name).descriptor.commit_interval_ms for name, _ in got]
     assert intervals == [1000, 60_000, 60_000, 3_600_000, 10_000, 2000]
 
 
@@ -232,7 +232,7 @@ def test_rename_keeps_dependents_working(planned):
 def test_alter_sink_commit_interval(planned):
     planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '10s')"))
     planned.execute("ALTER SINK s SET (COMMIT INTERVAL = '1min')")
-    assert planned.catalog.get("s").definition["commit_interval_ms"] == 60_000
+    assert planned.catalog.get("s").descriptor.commit_interval_ms == 60_000
     assert rows(planned, "SHOW CREATE SINK s")[0][1].endswith("WITH (COMMIT INTERVAL = '1min')")
     assert error_of(planned, "ALTER SINK s RESET (COMMIT INTERVAL)").message == (
         "an Iceberg sink must have a COMMIT INTERVAL; change it with ALTER SINK … SET (COMMIT INTERVAL = '…')")
@@ -334,5 +334,5 @@ def test_a_relative_local_warehouse_is_taken_in_the_data_directory(planned, tmp_
     result = planned.execute("CREATE CONNECTION w TO ICEBERG CATALOG (CATALOG TYPE 'local', WAREHOUSE 'wh')")[0]
     expected = str(planned.data_dir.absolute() / "wh")
     assert result.notices == [f"WAREHOUSE 'wh' is a relative path: it is taken in the data directory, as {expected}"]
-    assert planned.catalog.get("w").definition["options"]["warehouse"] == expected
+    assert planned.catalog.get("w").descriptor.options.warehouse == expected
     assert (planned.data_dir / "wh").is_dir() and not (tmp_path / "wh").exists()

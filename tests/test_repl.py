@@ -35,7 +35,8 @@ def test_multi_line_statement_runs_at_the_semicolon(drive, session):
     code, out, err = drive("CREATE TABLE orders (\r  id bigint NOT NULL,\r  note text\r);\rSHOW TABLES;\r\\q\r")
     assert code == 0 and err == ""
     assert "CREATE TABLE" in out and "orders" in out and "(1 row)" in out
-    assert session.catalog.get("orders").definition["columns"][1] == {"name": "note", "type": "text", "nullable": True}
+    assert session.catalog.get("orders").descriptor.columns[1].as_dict() == {"name": "note", "type": "text",
+                                                                            "nullable": True}
 
 
 def test_completion_of_an_object_name(drive, session):

@@ -72,7 +72,7 @@ def test_a_zombie_is_fenced_and_the_table_stays_intact(session, scheduler, spark
     session.execute(ORDERS + "INSERT INTO orders VALUES (1, 'a')")
     wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
     sink = session.catalog.get("orders_lake")
-    newer = SinkRunner(session.catalog, dataclasses.replace(sink, definition={**sink.definition, "sink_version": 2}),
+    newer = SinkRunner(session.catalog, dataclasses.replace(sink, descriptor=dataclasses.replace(sink.descriptor, version=2)),
                        spark, session.executor.secret_value)
     newer.start()
     try:
@@ -96,7 +96,7 @@ def test_a_zombie_fenced_in_its_own_batch_fails_once_and_is_not_started_again(se
     session.execute(ORDERS + "INSERT INTO orders VALUES (1, 'a')")
     wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
     sink = session.catalog.get("orders_lake")
-    newer = SinkRunner(session.catalog, dataclasses.replace(sink, definition={**sink.definition, "sink_version": 2}),
+    newer = SinkRunner(session.catalog, dataclasses.replace(sink, descriptor=dataclasses.replace(sink.descriptor, version=2)),
                        spark, session.executor.secret_value)
     newer.start()
     try:
@@ -111,7 +111,8 @@ def test_a_zombie_fenced_in_its_own_batch_fails_once_and_is_not_started_again(se
     finally:
         newer.stop()
     history = [s for s, _ in statuses(session, "orders_lake")]
-    assert history.count("failed") == 1 and history[history.index("failed") + 1:] == []
+    # the newer incarnation may go on recording `running`; the zombie is never started again
+    assert history.count("failed") == 1 and "starting" not in history[history.index("failed"):]
     got = duckdb_rows(iceberg_table(session, "orders_lake").metadata_location, "id, name", "1")
     assert got == [(1, "a"), (2, "b"), (3, "c")]
 

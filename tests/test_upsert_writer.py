@@ -10,6 +10,9 @@ from icesink.engine.sink.committer import Committer
 from icesink.engine.sink.table import ensure_table
 from icesink.engine.sink.writers import KeyViolation, UpsertWriter
 from icesink.engine.sources.engine_table import change_schema
+from icesink.model.descriptors import PartitionField, SinkDescriptor
+from icesink.model.frontier import Frontier
+from icesink.model.types import Column
 from tests.readers import duckdb_rows
 
 pytestmark = pytest.mark.timeout(600)
@@ -21,9 +24,10 @@ class Sink:
     def __init__(self, spark, directory, columns, key, enforced=False, properties=None, partition_by=()):
         self.spark, self.columns, self.key = spark, columns, key
         catalog = SqlCatalog("t", uri=f"sqlite:///{directory}/catalog.db", warehouse=f"file://{directory}")
-        definition = {"namespace": "ns", "table": "t", "mode": "upsert", "key": key, "partition_by": list(partition_by),
-                      "columns": columns}
-        table = ensure_table(catalog, definition)
+        sink = SinkDescriptor("u0", "u0", "ns", "t", "upsert", 1000, tuple(key), partition_by=tuple(
+            PartitionField(p["transform"], p["column"], p.get("argument")) for p in partition_by),
+            columns=tuple(Column(c["name"], c["type"]) for c in columns))
+        table = ensure_table(catalog, sink)
         if properties:
             with table.transaction() as tx:
                 tx.set_properties(properties)
@@ -40,7 +44,7 @@ class Sink:
             self.offset += 1
             rows.append((*values, self.offset, diff, 0))
         frame = self.spark.createDataFrame(rows, change_schema(self.columns))
-        outcome = self.committer.commit({"offset": lower}, lambda table, after: self.writer.plan(frame, table, after))
+        outcome = self.committer.commit(Frontier(lower), lambda table, after: self.writer.plan(frame, table, after))
         return outcome.files
 
     def read(self):

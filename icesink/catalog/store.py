@@ -18,6 +18,7 @@ from typing import Iterator, Optional
 import platformdirs
 
 from ..errors import CatalogError
+from ..model.descriptors import Descriptor, DescriptorError, SecretDescriptor, from_json
 from .schema import MIGRATIONS, VIEWS
 from .sqlite import connect_wal, database_errors, prepare_data_dir
 
@@ -41,7 +42,7 @@ class CatalogObject:
     type: str
     create_sql: str
     redacted_create_sql: str
-    definition: dict = field(default_factory=dict)
+    descriptor: Descriptor = field(default_factory=SecretDescriptor)
     cluster: Optional[str] = None
     connection_id: Optional[str] = None
     envelope: Optional[str] = None
@@ -134,7 +135,8 @@ class Catalog:
                 "INSERT INTO objects (id, seq, name, kind, type, cluster, connection_id, envelope, create_sql,"
                 " redacted_create_sql, definition, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (obj.id, seq, obj.name, obj.kind, obj.type, obj.cluster, obj.connection_id, obj.envelope,
-                 obj.create_sql, obj.redacted_create_sql, json.dumps(obj.definition), obj.created_at or now()))
+                 obj.create_sql, obj.redacted_create_sql, json.dumps(obj.descriptor.to_json()),
+                 obj.created_at or now()))
             db.executemany("INSERT OR IGNORE INTO dependencies VALUES (?, ?)",
                            [(obj.id, target) for target in depends_on])
 
@@ -142,7 +144,7 @@ class Catalog:
         with self.transaction() as db:
             db.execute("UPDATE objects SET name = ?, create_sql = ?, redacted_create_sql = ?, definition = ?"
                        " WHERE id = ?", (obj.name, obj.create_sql, obj.redacted_create_sql,
-                                         json.dumps(obj.definition), obj.id))
+                                         json.dumps(obj.descriptor.to_json()), obj.id))
 
     def delete(self, ids: list[str]) -> None:
         with self.transaction() as db:
@@ -156,8 +158,13 @@ class Catalog:
             return None
         (id_, name, kind, type_, cluster, connection_id, envelope, create_sql, redacted, definition,
          created_at) = row
-        return CatalogObject(id_, name, kind, type_, create_sql, redacted, json.loads(definition), cluster,
-                             connection_id, envelope, created_at)
+        try:
+            descriptor = from_json(kind, type_, json.loads(definition))
+        except (DescriptorError, KeyError, TypeError, ValueError) as exc:
+            raise CatalogError(f"catalog {self.path}: the definition of {kind} '{name}' cannot be read ({exc})") \
+                from None
+        return CatalogObject(id_, name, kind, type_, create_sql, redacted, descriptor, cluster, connection_id, envelope,
+                             created_at)
 
     _COLUMNS = ("id, name, kind, type, cluster, connection_id, envelope, create_sql, redacted_create_sql,"
                 " definition, created_at")

@@ -14,7 +14,7 @@ _CONNECTORS = {"aws": AwsConnector, "iceberg-catalog": IcebergCatalogConnector, 
 
 
 def connector_for(obj: CatalogObject, secret: Callable[[str], str], data_dir: Path) -> Connector:
-    return _CONNECTORS[obj.type](obj.name, obj.definition, secret, data_dir)
+    return _CONNECTORS[obj.type](obj.name, obj.descriptor, secret, data_dir)
 
 
 __all__ = ["ConnectionInvalid", "Connector", "connector_for"]

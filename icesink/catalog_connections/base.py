@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import IcesinkError, NotSupportedYet
+from ..model.descriptors import ConnectionDescriptor
 
 
 class ConnectionInvalid(IcesinkError):
@@ -15,9 +16,10 @@ class ConnectionInvalid(IcesinkError):
 class Connector(ABC):
     type_words = "connection"
 
-    def __init__(self, name: str, definition: dict, secret: Callable[[str], str], data_dir: Path):
+    def __init__(self, name: str, descriptor: ConnectionDescriptor, secret: Callable[[str], str], data_dir: Path):
         self.name = name
-        self.options = definition.get("options", {})
+        self.descriptor = descriptor
+        self.options = descriptor.options
         self._secret = secret  # secret id -> value, read only when connecting
         self.data_dir = Path(data_dir)
 

@@ -17,10 +17,10 @@ LOCAL_CATALOG_FILE = "iceberg_catalog.db"
 class IcebergCatalogConnector(Connector):
     @property
     def catalog_type(self) -> str:
-        return self.options["catalog_type"]
+        return self.options.catalog_type
 
     def local_warehouse(self) -> Path:
-        warehouse = self.options.get("warehouse")
+        warehouse = self.options.warehouse
         if warehouse and warehouse.startswith("file://"):
             warehouse = warehouse[len("file://"):]
         return Path(warehouse) if warehouse else self.data_dir / LOCAL_WAREHOUSE_DIR

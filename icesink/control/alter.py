@@ -52,11 +52,11 @@ def _renamed(obj: CatalogObject, old: str, new: str, is_self: bool) -> CatalogOb
     else:
         spans = _reference_spans(statement, old)
     sql = _apply_edits(obj.create_sql, [(s, e, quote_name(new)) for s, e in spans])
-    definition = obj.definition
+    descriptor = obj.descriptor
     if obj.kind == "materialized-view":
-        definition = dict(definition, query_sql=view_query_text(sql, parse_statement(sql)))
+        descriptor = dataclasses.replace(descriptor, query_sql=view_query_text(sql, parse_statement(sql)))
     return dataclasses.replace(obj, name=new if is_self else obj.name, create_sql=sql,
-                               redacted_create_sql=redact(sql), definition=definition)
+                               redacted_create_sql=redact(sql), descriptor=descriptor)
 
 
 def plan_alter(binder: Binder, stmt: ast.Alter):
@@ -79,9 +79,9 @@ def plan_alter(binder: Binder, stmt: ast.Alter):
     if obj.kind != "sink":
         raise PlanError(f"ALTER {stmt.kind.upper()} … SET/RESET is not supported; drop and create the "
                         f"{KIND_WORDS[obj.kind]} again", stmt.action_pos)
-    definition, edits = alter_sink_options(obj, action)
+    descriptor, edits = alter_sink_options(obj, action)
     sql = _apply_edits(obj.create_sql, edits)
-    return UpdatePlan([dataclasses.replace(obj, definition=definition, create_sql=sql,
+    return UpdatePlan([dataclasses.replace(obj, descriptor=descriptor, create_sql=sql,
                                            redacted_create_sql=redact(sql))], status)
 
 

@@ -76,6 +76,4 @@ class Binder:
 
 def relation_of(obj: CatalogObject) -> Relation:
     """Columns None: not known until the upstream system is asked (Postgres tables)."""
-    columns = obj.definition.get("columns")
-    cols = None if columns is None else tuple(Column(c["name"], c["type"], c.get("nullable", True)) for c in columns)
-    return Relation(obj.id, obj.name, cols, tuple(obj.definition.get("primary_key", ())))
+    return Relation(obj.id, obj.name, obj.descriptor.columns, tuple(obj.descriptor.primary_key))

@@ -14,6 +14,9 @@ from .binder import Binder
 from .intervals import parse_interval_ms
 from .plans import CreatePlan, NoticePlan
 from .query import bind_query
+from ..model.descriptors import (CONNECTION_OPTIONS, ConnectionDescriptor, ConnectionRef, GeneratorSettings,
+                                 LoadGeneratorDescriptor, PostgresSourceDescriptor, SubsourceDescriptor, TableDescriptor,
+                                 ViewDescriptor)
 from .types import LOAD_GENERATORS, Column, normalize
 
 _CONNECTION_WHAT = {"aws": "AWS connection", "iceberg-catalog": "Iceberg catalog connection",
@@ -101,7 +104,7 @@ def plan_create_connection(binder: Binder, stmt: ast.CreateConnection, text: str
         if name == "AWS CONNECTION":
             aws = binder.connection(option.value.name, "aws")
             depends.append(aws.id)
-            stored[opts.snake(name)] = {"connection": aws.id}
+            stored[opts.snake(name)] = ConnectionRef(aws.id)
         else:
             stored[opts.snake(name)] = opts.stored_value(option, specs[name], resolve_secret)
     notices = []
@@ -109,17 +112,19 @@ def plan_create_connection(binder: Binder, stmt: ast.CreateConnection, text: str
         stored["warehouse"] = _local_warehouse(stored["warehouse"], given["WAREHOUSE"], binder, notices)
     with_options = opts.check_options(stmt.with_options, opts.CONNECTION_WITH_OPTIONS, "connection")
     validate = with_options["VALIDATE"].value.value if "VALIDATE" in with_options else None
-    definition = {"options": stored}
+    external_id = trust_policy = None
     if stmt.connection_type == "aws" and "assume_role_arn" in stored:
-        definition["external_id"] = stored.get("external_id") or f"icesink_{binder.catalog.install_id}"
-        definition["example_trust_policy"] = json.dumps({
+        external_id = stored.get("external_id") or f"icesink_{binder.catalog.install_id}"
+        trust_policy = json.dumps({
             "Version": "2012-10-17",
             "Statement": [{"Effect": "Allow", "Principal": {"AWS": "<the ARN icesink runs as>"},
                            "Action": "sts:AssumeRole",
-                           "Condition": {"StringEquals": {"sts:ExternalId": definition["external_id"]}}}]})
+                           "Condition": {"StringEquals": {"sts:ExternalId": external_id}}}]})
     if validate is None and (not default_validation or stmt.connection_type == "aws"):
         validate = False  # Materialize does not validate AWS connections by default
-    return CreatePlan("connection", stmt.connection_type, stmt.name.name, text, redact(text), definition,
+    descriptor = ConnectionDescriptor(stmt.connection_type, CONNECTION_OPTIONS[stmt.connection_type](**stored),
+                                      external_id, trust_policy)
+    return CreatePlan("connection", stmt.connection_type, stmt.name.name, text, redact(text), descriptor,
                       tuple(dict.fromkeys(depends)), validate=validate, notices=notices)
 
 
@@ -139,10 +144,6 @@ def _local_warehouse(warehouse: str, option: ast.Option, binder: Binder, notices
 
 
 # ---------------------------------------------------------------- sources and tables
-def _columns_json(columns) -> list[dict] | None:
-    return None if columns is None else [c.as_dict() for c in columns]
-
-
 def _cluster(stmt) -> str:
     return stmt.cluster.value if stmt.cluster else "default"
 
@@ -155,9 +156,11 @@ def plan_create_postgres_source(binder: Binder, stmt: ast.CreatePostgresSource, 
     if "PUBLICATION" not in given:
         raise PlanError("a Postgres source needs PUBLICATION 'name'", stmt.connection.end)
     options = {opts.snake(k): opts.stored_value(v, opts.POSTGRES_SOURCE_OPTIONS[k], str) for k, v in given.items()}
-    definition = {"connection_id": connection.id, "options": options, "tables": stmt.tables_kind,
-                  "schemas": [n.value for n in stmt.tables] if stmt.tables_kind == "schemas" else None}
-    plan = CreatePlan("source", "postgres", stmt.name.name, text, redact(text), definition, (connection.id,),
+    descriptor = PostgresSourceDescriptor(
+        connection.id, options["publication"], tuple(options.get("text_columns", ())),
+        tuple(options.get("exclude_columns", ())), stmt.tables_kind,
+        tuple(n.value for n in stmt.tables) if stmt.tables_kind == "schemas" else None)
+    plan = CreatePlan("source", "postgres", stmt.name.name, text, redact(text), descriptor, (connection.id,),
                       _cluster(stmt), connection.id)
     if stmt.tables_kind == "tables":
         seen = set()
@@ -173,7 +176,7 @@ def plan_create_postgres_source(binder: Binder, stmt: ast.CreatePostgresSource, 
                 upstream = "public." + upstream
             sub_sql = f"CREATE SUBSOURCE {sub_name.value} FROM SOURCE {stmt.name.name} (REFERENCE {upstream})"
             plan.children.append(CreatePlan("subsource", "subsource", sub_name.value, sub_sql, sub_sql,
-                                            {"upstream": upstream, "columns": None}, cluster=_cluster(stmt)))
+                                            SubsourceDescriptor(upstream), cluster=_cluster(stmt)))
     return plan
 
 
@@ -211,18 +214,17 @@ def plan_create_load_generator(binder: Binder, stmt: ast.CreateLoadGeneratorSour
     if not single and not stmt.all_tables:
         raise PlanError(f"LOAD GENERATOR {generator.upper()} produces several tables: add FOR ALL TABLES",
                         stmt.generator.end)
-    definition = {"generator": generator, "options": settings}
-    if single:
-        definition.update(columns=_columns_json(relations[0].columns), primary_key=list(relations[0].primary_key))
-    plan = CreatePlan("source", "load-generator", stmt.name.name, text, text, definition, (), _cluster(stmt))
+    descriptor = LoadGeneratorDescriptor(generator, GeneratorSettings(**settings),
+                                         relations[0].columns if single else None,
+                                         relations[0].primary_key if single else ())
+    plan = CreatePlan("source", "load-generator", stmt.name.name, text, text, descriptor, (), _cluster(stmt))
     if not single:
         for relation in relations:
             binder.new_name(ast.Name(relation.name, pos=stmt.name.pos))
             sub_sql = f"CREATE SUBSOURCE {relation.name} FROM SOURCE {stmt.name.name} (REFERENCE {relation.name})"
             plan.children.append(CreatePlan(
                 "subsource", "subsource", relation.name, sub_sql, sub_sql,
-                {"upstream": relation.name, "columns": _columns_json(relation.columns),
-                 "primary_key": list(relation.primary_key)}, cluster=_cluster(stmt)))
+                SubsourceDescriptor(relation.name, relation.columns, relation.primary_key), cluster=_cluster(stmt)))
     return plan
 
 
@@ -241,8 +243,8 @@ def plan_create_table(binder: Binder, stmt: ast.CreateTable, text: str):
     for key in stmt.primary_key:
         if key.value not in seen:
             raise PlanError(f"PRIMARY KEY column \"{key.value}\" does not exist", key.pos)
-    definition = {"columns": _columns_json(columns), "primary_key": [k.value for k in stmt.primary_key]}
-    return CreatePlan("table", "table", stmt.name.name, text, text, definition)
+    descriptor = TableDescriptor(tuple(columns), tuple(k.value for k in stmt.primary_key))
+    return CreatePlan("table", "table", stmt.name.name, text, text, descriptor)
 
 
 def plan_create_table_from_source(binder: Binder, stmt: ast.CreateTableFromSource, text: str):
@@ -250,17 +252,17 @@ def plan_create_table_from_source(binder: Binder, stmt: ast.CreateTableFromSourc
         return exists_notice("table", stmt.name.name, "CREATE TABLE")
     source = binder.lookup(stmt.source, ("source",), "source")
     reference = ".".join(p.value for p in stmt.reference.parts)
-    definition = {"source_id": source.id, "upstream": reference, "columns": None}
+    descriptor = TableDescriptor(None, (), source.id, reference)
     if source.type == "load-generator":
-        relations = {r.name: r for r in LOAD_GENERATORS[source.definition["generator"]] if r.name}
+        relations = {r.name: r for r in LOAD_GENERATORS[source.descriptor.generator] if r.name}
         relation = relations.get(stmt.reference.name)
         if relation is None:
             raise PlanError(f"load generator source '{source.name}' has no table '{reference}'; its tables are: "
                             f"{', '.join(relations) or 'none'}", stmt.reference.pos)
-        definition.update(columns=_columns_json(relation.columns), primary_key=list(relation.primary_key))
+        descriptor = TableDescriptor(relation.columns, relation.primary_key, source.id, reference)
     elif len(stmt.reference.parts) == 1:
-        definition["upstream"] = "public." + reference
-    return CreatePlan("table", "table", stmt.name.name, text, text, definition, (source.id,))
+        descriptor = TableDescriptor(None, (), source.id, "public." + reference)
+    return CreatePlan("table", "table", stmt.name.name, text, text, descriptor, (source.id,))
 
 
 def view_query_text(text: str, stmt: ast.CreateMaterializedView) -> str:
@@ -279,8 +281,8 @@ def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedVi
         return binder.relation(ref.name)[1]
 
     bound = bind_query(stmt.query, resolve)
-    definition = {"query_sql": view_query_text(text, stmt), "columns": _columns_json(bound.columns),
-                  "unique_keys": [sorted(k) for k in bound.unique_keys]}
+    descriptor = ViewDescriptor(view_query_text(text, stmt), bound.columns,
+                                tuple(tuple(sorted(k)) for k in bound.unique_keys))
     depends = tuple(dict.fromkeys(r.id for r in bound.relations))
-    return CreatePlan("materialized-view", "materialized-view", stmt.name.name, text, text, definition, depends,
+    return CreatePlan("materialized-view", "materialized-view", stmt.name.name, text, text, descriptor, depends,
                       _cluster(stmt))

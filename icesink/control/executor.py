@@ -1,6 +1,7 @@
 """Carries out plans: catalog changes in one transaction each, secrets, validation, queries."""
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from dataclasses import dataclass, field
 
@@ -57,12 +58,12 @@ class Executor:
                 object_id = self._insert(plan)
                 for child in plan.children:
                     child.depends_on = (object_id,)
-                    child.definition = {**child.definition, "source_id": object_id}
+                    child.descriptor = dataclasses.replace(child.descriptor, source_id=object_id)
                     self._insert(child)
                 if plan.secret_value is not None:
                     self.secrets.set(object_id, plan.secret_value)
-                if is_engine_table(plan.kind, plan.definition):
-                    self.tables.create(object_id, plan.definition["columns"], plan.definition["primary_key"])
+                if is_engine_table(plan):
+                    self.tables.create(object_id, plan.descriptor.columns, plan.descriptor.primary_key)
         except sqlite3.IntegrityError:
             if plan.if_not_exists and self.catalog.get(plan.name) is not None:  # lost a race to another process
                 return Result(result.status, notices=[f"{KIND_WORDS[plan.kind]} '{plan.name}' already exists, "
@@ -74,12 +75,12 @@ class Executor:
     def _insert(self, plan: CreatePlan) -> str:
         object_id, _ = self.catalog.allocate_id()
         self.catalog.insert(CatalogObject(object_id, plan.name, plan.kind, plan.type, plan.create_sql,
-                                          plan.redacted_create_sql, plan.definition, plan.cluster,
+                                          plan.redacted_create_sql, plan.descriptor, plan.cluster,
                                           plan.connection_id, plan.envelope, now()), plan.depends_on)
         return object_id
 
     def _validate_new_connection(self, plan: CreatePlan, result: Result) -> None:
-        draft = CatalogObject("", plan.name, plan.kind, plan.type, "", "", plan.definition)
+        draft = CatalogObject("", plan.name, plan.kind, plan.type, "", "", plan.descriptor)
         try:
             connector_for(draft, self.secret_value, self.catalog.data_dir).validate()
         except NotSupportedYet as exc:
@@ -98,7 +99,7 @@ class Executor:
         for obj in plan.objects:
             if obj.kind == "secret":
                 self.secrets.delete(obj.id)
-            elif is_engine_table(obj.kind, obj.definition):
+            elif is_engine_table(obj):
                 self.tables.drop(obj.id)
         cascaded = [f"{KIND_WORDS[o.kind]} '{o.name}'" for o in plan.objects if o.id not in plan.named]
         notices = list(plan.notices)
@@ -185,7 +186,7 @@ class Executor:
         return Result(f"INSERT 0 {count}")
 
     def _CopyPlan(self, plan: CopyPlan) -> Result:
-        rows = read_rows(plan.path, [c["name"] for c in plan.columns], plan.options)
+        rows = read_rows(plan.path, [c.name for c in plan.columns], plan.options)
         count = self._insert_rows(plan, rows, f"COPY into table '{plan.table.name}' from {plan.path}", plan.path_pos)
         return Result(f"COPY {count}")
 

@@ -6,6 +6,7 @@ from typing import Callable
 
 from ..errors import PlanError
 from ..grammar import ast
+from ..model.descriptors import SecretRef
 
 
 @dataclass(frozen=True)
@@ -127,20 +128,17 @@ def scalar(option: ast.Option) -> str:
 
 
 def stored_value(option: ast.Option, spec: OptionSpec, resolve_secret: Callable[[ast.ObjectName], str]):
-    """The JSON form kept in the catalog: plain text, a number, or {"secret": id[, "prefix": …]}."""
+    """The value kept in the catalog: plain text, a number, a tuple, or a reference to a secret."""
     value = option.value
     if isinstance(value, ast.SecretValue):
-        stored = {"secret": resolve_secret(value.secret)}
-        if value.prefix is not None:
-            stored["prefix"] = value.prefix
-        return stored
+        return SecretRef(resolve_secret(value.secret), value.prefix)
     if isinstance(value, ast.NumberValue):
         number = float(value.text)
         return int(number) if number.is_integer() else number
     if isinstance(value, ast.BoolValue):
         return value.value
     if isinstance(value, ast.ListValue):
-        return [str(item) if isinstance(item, ast.ObjectName) else item.value for item in value.items]
+        return tuple(str(item) if isinstance(item, ast.ObjectName) else item.value for item in value.items)
     text = scalar(option)
     return text.lower().replace("_", "-") if spec.choices else text
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from ..catalog.store import CatalogObject
+from ..model.descriptors import Descriptor, SecretDescriptor
 from .copy_from import CopyOptions
 
 
@@ -15,7 +16,7 @@ class CreatePlan:
     name: str
     create_sql: str
     redacted_create_sql: str
-    definition: dict = field(default_factory=dict)
+    descriptor: Descriptor = field(default_factory=SecretDescriptor)
     depends_on: tuple[str, ...] = ()
     cluster: Optional[str] = None
     connection_id: Optional[str] = None

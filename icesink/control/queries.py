@@ -46,7 +46,7 @@ def engine_table_storage(binder: Binder, ref: ast.TableRef) -> str | None:
         raise PlanError(f"relation \"{ref.name}\" does not exist", ref.name.pos)
     if obj.kind not in RELATION_KINDS:
         raise PlanError(f"'{ref.name}' is {describe(obj)}, which cannot be queried", ref.name.pos)
-    if is_engine_table(obj.kind, obj.definition):
+    if is_engine_table(obj):
         return storage_name(obj.id)
     raise NotSupportedYet(f"reading {KIND_WORDS[obj.kind]} '{obj.name}' is not supported yet: {_RUNTIME}",
                           ref.name.pos)

@@ -1,6 +1,7 @@
 """Planning of CREATE SINK and ALTER SINK: the Iceberg sink rules of dialect.md."""
 from __future__ import annotations
 
+import dataclasses
 import unicodedata
 
 from ..catalog.store import CatalogObject
@@ -8,6 +9,7 @@ from ..errors import PlanError
 from ..grammar import ast
 from ..grammar.masking import redact
 from ..grammar.parser import parse_statement
+from ..model.descriptors import PartitionField, SinkDescriptor
 from . import options as opts
 from .binder import Binder
 from .create import exists_notice
@@ -53,18 +55,18 @@ def _identifier_part(option: ast.Option, what: str) -> list[str]:
 
 def _catalog_identity(connection: CatalogObject) -> tuple:
     """Connections that reach the same catalog: every 'local' one shares the data directory's catalog."""
-    options = connection.definition.get("options", {})
-    if options.get("catalog_type") == "local":
+    options = connection.descriptor.options
+    if options.catalog_type == "local":
         return ("local",)
-    return (options.get("catalog_type"), options.get("url"), options.get("warehouse"))
+    return (options.catalog_type, options.url, options.warehouse)
 
 
 def _check_table_is_free(binder: Binder, connection: CatalogObject, namespace: str, table: str, pos: int) -> None:
     identity = _catalog_identity(connection)
     for other in binder.catalog.sinks():
-        other_connection = binder.catalog.get_by_id(other.definition["connection_id"])
+        other_connection = binder.catalog.get_by_id(other.descriptor.connection_id)
         same_catalog = other_connection is not None and _catalog_identity(other_connection) == identity
-        if same_catalog and (other.definition["namespace"], other.definition["table"]) == (namespace, table):
+        if same_catalog and (other.descriptor.namespace, other.descriptor.table) == (namespace, table):
             raise PlanError(f"sink '{other.name}' already writes Iceberg table {namespace}.{table} in this catalog; "
                             "two sinks on one table would fence each other out: choose another TABLE or drop "
                             f"'{other.name}' first", pos)
@@ -82,7 +84,7 @@ def _sink_input(binder: Binder, name: ast.ObjectName) -> tuple[CatalogObject, Re
 
 def _unique_keys(obj: CatalogObject, relation: Relation) -> list[set[str]]:
     if obj.kind == "materialized-view":
-        return [set(k) for k in obj.definition.get("unique_keys", [])]
+        return [set(k) for k in obj.descriptor.unique_keys]
     return [set(relation.primary_key)] if relation.primary_key else []
 
 
@@ -165,10 +167,9 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
                             "_mz_timestamp": Column("_mz_timestamp", "bigint")})
         partition_spec = [check_partition_field(f, columns) for f in stmt.partition_by]
     else:
-        partition_spec = [{"transform": f.transform.value if f.transform else "identity", "column": f.column.value,
-                           **({"argument": f.argument} if f.argument is not None else {})}
+        partition_spec = [PartitionField(f.transform.value if f.transform else "identity", f.column.value, f.argument)
                           for f in stmt.partition_by]
-    if len({(p["transform"], p["column"]) for p in partition_spec}) != len(partition_spec):
+    if len({(p.transform, p.column) for p in partition_spec}) != len(partition_spec):
         raise PlanError("PARTITION BY lists the same field twice", stmt.partition_by[-1].column.pos)
 
     if stmt.with_options is None:
@@ -178,20 +179,16 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
     if "COMMIT INTERVAL" not in with_options:
         raise PlanError("an Iceberg sink must specify COMMIT INTERVAL: add WITH (COMMIT INTERVAL = '10s')",
                         len(text))
-    definition = {
-        "input_id": input_obj.id, "connection_id": connection.id, "aws_connection_id": aws_id,
-        "namespace": namespace, "table": table, "mode": stmt.mode,
-        "key": [k.value for k in stmt.key], "key_enforced": stmt.key_enforced,
-        "key_checked": relation.columns is not None, "partition_by": partition_spec,
-        "commit_interval_ms": commit_interval_ms(with_options["COMMIT INTERVAL"]),
-        "columns": [c.as_dict() for c in relation.columns] if relation.columns is not None else None,
-    }
-    return CreatePlan("sink", "iceberg", stmt.name.name, text, redact(text), definition, tuple(dict.fromkeys(depends)),
+    descriptor = SinkDescriptor(
+        input_obj.id, connection.id, namespace, table, stmt.mode, commit_interval_ms(with_options["COMMIT INTERVAL"]),
+        tuple(k.value for k in stmt.key), stmt.key_enforced, relation.columns is not None, tuple(partition_spec),
+        relation.columns, aws_id)
+    return CreatePlan("sink", "iceberg", stmt.name.name, text, redact(text), descriptor, tuple(dict.fromkeys(depends)),
                       stmt.cluster.value if stmt.cluster else "default", connection.id, stmt.mode)
 
 
-def alter_sink_options(sink: CatalogObject, action) -> tuple[dict, list[tuple[int, int, str]]]:
-    """The sink's new definition, and the edits to its create_sql that keep SHOW CREATE truthful."""
+def alter_sink_options(sink: CatalogObject, action) -> tuple[SinkDescriptor, list[tuple[int, int, str]]]:
+    """The sink's new descriptor, and the edits to its create_sql that keep SHOW CREATE truthful."""
     if isinstance(action, ast.ResetOptions):
         for option in action.names:
             if option.name == "COMMIT INTERVAL":
@@ -200,13 +197,12 @@ def alter_sink_options(sink: CatalogObject, action) -> tuple[dict, list[tuple[in
             raise PlanError(f"unknown sink option {option.name}; the options are: "
                             f"{', '.join(opts.SINK_WITH_OPTIONS)}", option.pos)
     given = opts.check_options(action.options, opts.SINK_WITH_OPTIONS, "sink")
-    definition = dict(sink.definition)
+    descriptor = sink.descriptor
     edits = []
     if "COMMIT INTERVAL" in given:
-        ms = commit_interval_ms(given["COMMIT INTERVAL"])
-        definition["commit_interval_ms"] = ms
+        descriptor = dataclasses.replace(descriptor, commit_interval_ms=commit_interval_ms(given["COMMIT INTERVAL"]))
         created = parse_statement(sink.create_sql)
         old = next(o for o in created.with_options if o.name == "COMMIT INTERVAL")
         literal = given["COMMIT INTERVAL"].value.value.replace("'", "''")
         edits.append((old.value.pos, old.value.end, f"'{literal}'"))
-    return definition, edits
+    return descriptor, edits

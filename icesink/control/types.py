@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from ..errors import PlanError
 from ..grammar import ast
+from ..model.descriptors import PartitionField
 from ..model.types import Column, base_type
 
 _SYNONYMS = {
@@ -73,7 +74,7 @@ _TRANSFORMS = {
 }
 
 
-def check_partition_field(field: ast.PartitionField, columns: dict[str, Column]) -> dict:
+def check_partition_field(field: ast.PartitionField, columns: dict[str, Column]) -> PartitionField:
     """Validates one PARTITION BY entry against the input's columns; returns its stored form."""
     column = columns.get(field.column.value)
     if column is None:
@@ -96,11 +97,8 @@ def check_partition_field(field: ast.PartitionField, columns: dict[str, Column])
     if base != UNKNOWN and (base in NESTED or (allowed is not None and base not in allowed)):
         raise PlanError(f"partition transform {transform}() does not apply to column \"{column.name}\" of type "
                         f"{column.type}", where)
-    stored = {"transform": transform.rstrip("s") if transform.endswith("s") and transform != "identity" else transform,
-              "column": column.name}
-    if field.argument is not None:
-        stored["argument"] = field.argument
-    return stored
+    return PartitionField(transform.rstrip("s") if transform.endswith("s") and transform != "identity" else transform,
+                          column.name, field.argument)
 
 
 def _cols(spec: str) -> tuple[Column, ...]:

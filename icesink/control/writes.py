@@ -10,6 +10,7 @@ from sqlglot import exp
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast
 from ..grammar.bulk import LiteralRows
+from ..model.types import Column
 from ..engine.tables import quote, storage_name
 from .binder import Binder
 from .copy_from import FORMATS, CopyOptions
@@ -49,14 +50,14 @@ def _literal_rows(stmt: ast.Insert):
     return rows
 
 
-def _converted(column: dict, value: exp.Expression) -> exp.Expression:
+def _converted(column: Column, value: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this=INPUT_FUNCTION, expressions=[
-        exp.Literal.string(column["type"]), exp.Literal.string(column["name"]), value])
+        exp.Literal.string(column.type), exp.Literal.string(column.name), value])
 
 
-def _insert_sql(tree: exp.Insert, table_storage: str, targets: list[dict]) -> str:
+def _insert_sql(tree: exp.Insert, table_storage: str, targets: list[Column]) -> str:
     """INSERT whose every value goes through its column's input function."""
-    names = ", ".join(quote(c["name"]) for c in targets)
+    names = ", ".join(quote(c.name) for c in targets)
     source = tree.expression
     if isinstance(source, exp.Values):
         for row in source.expressions:
@@ -81,9 +82,9 @@ def _positions(stmt) -> dict[str, int]:
 def _writable(binder: Binder, stmt) -> tuple:
     """The engine table a statement writes, its columns by name, and the columns it gives values for."""
     table = binder.lookup(stmt.table, ("table",), "table")
-    if table.definition.get("source_id"):
+    if not table.descriptor.is_engine_table:
         raise PlanError(f"table '{table.name}' is fed by a source and cannot be written to", stmt.table.pos)
-    columns = {c["name"]: c for c in table.definition["columns"]}
+    columns = {c.name: c for c in table.descriptor.columns}
     named = list(getattr(stmt, "columns", ())) + [name for name, _ in getattr(stmt, "assignments", ())]
     for name in named:
         if name.value not in columns:

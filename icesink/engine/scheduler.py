@@ -31,7 +31,7 @@ class AlreadyScheduled(Exception):
 @dataclass
 class _Slot:
     runner: SinkRunner | None = None
-    definition: dict = field(default_factory=dict)
+    descriptor: object = None  # the sink's descriptor the runner started with
     failures: int = 0
     retry_at: float = 0.0
     failed: bool = False
@@ -70,7 +70,10 @@ class Scheduler:
 
     def stop(self, reason: str = "the icesink process that ran it stopped") -> None:
         """Stops every sink gracefully: an in-flight batch finishes its commit or is abandoned unwritten. Each
-        sink not failed is then `paused`, Materialize's word for a sink that nothing runs, with the reason."""
+        sink not failed is then `paused`, Materialize's word for a sink that nothing runs, with the reason. Stopping
+        a stopped scheduler does nothing."""
+        if self._lock_file.closed:
+            return
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=120)
@@ -103,7 +106,7 @@ class Scheduler:
             slot = self.slots.setdefault(sink_id, _Slot())
             if slot.failed:
                 continue
-            if slot.runner is not None and slot.definition != sink.definition:
+            if slot.runner is not None and slot.descriptor != sink.descriptor:
                 slot.runner.stop()  # ALTER SINK: resume from the committed progress with the new settings
                 slot.runner = None
             if slot.runner is not None and time.time() - slot.fencing_checked_at > FENCING_CHECK_SECONDS:
@@ -120,7 +123,7 @@ class Scheduler:
 
     def _start(self, slot: _Slot, sink) -> None:
         runner = SinkRunner(self.catalog, sink, self.spark_factory(), self.secret)
-        slot.definition = sink.definition
+        slot.descriptor = sink.descriptor
         try:
             runner.start()
         except SinkFailed:

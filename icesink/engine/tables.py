@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..catalog.sqlite import connect_wal, database_errors, raised_in_function, sql_function, sqlite_message
 from ..errors import CatalogError
-from ..model.types import base_type
+from ..model.types import Column, base_type
 from .values import InvalidValue, column_input, input_function
 
 TABLES_FILE = "tables.db"
@@ -29,9 +29,10 @@ _AFFINITY = {
 _TYPEOF = {"INTEGER": "'integer'", "REAL": "'real', 'integer'", "TEXT": "'text'"}
 
 
-def is_engine_table(kind: str, definition: dict) -> bool:
-    """A table whose rows icesink keeps itself, as opposed to a source's subsource."""
-    return kind == "table" and not definition.get("source_id")
+def is_engine_table(obj) -> bool:
+    """Whether a catalog object (or a plan to create one) is a table whose rows icesink keeps itself, as opposed to
+    one a source feeds."""
+    return obj.kind == "table" and obj.descriptor.is_engine_table
 
 
 def storage_name(table_id: str) -> str:
@@ -65,19 +66,19 @@ class TableStore:
     def close(self) -> None:
         self.db.close()
 
-    def create(self, table_id: str, columns: list[dict], primary_key: list[str]) -> None:
+    def create(self, table_id: str, columns: tuple[Column, ...], primary_key: tuple[str, ...]) -> None:
         table = quote(storage_name(table_id))
         definitions = []
         for column in columns:
-            affinity = _affinity(column["type"])
-            check = (f"CONSTRAINT {quote('type:' + column['name'])} "
-                     f"CHECK (typeof({quote(column['name'])}) IN ({_TYPEOF[affinity]}, 'null'))")
-            null = "" if column.get("nullable", True) else " NOT NULL"
-            definitions.append(f"{quote(column['name'])} {affinity}{null} {check}")
+            affinity = _affinity(column.type)
+            check = (f"CONSTRAINT {quote('type:' + column.name)} "
+                     f"CHECK (typeof({quote(column.name)}) IN ({_TYPEOF[affinity]}, 'null'))")
+            null = "" if column.nullable else " NOT NULL"
+            definitions.append(f"{quote(column.name)} {affinity}{null} {check}")
         if primary_key:
             definitions.append(f"PRIMARY KEY ({', '.join(map(quote, primary_key))})")
-        new = "json_array(" + ", ".join(f"NEW.{quote(c['name'])}" for c in columns) + ")"
-        old = "json_array(" + ", ".join(f"OLD.{quote(c['name'])}" for c in columns) + ")"
+        new = "json_array(" + ", ".join(f"NEW.{quote(c.name)}" for c in columns) + ")"
+        old = "json_array(" + ", ".join(f"OLD.{quote(c.name)}" for c in columns) + ")"
         now = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
         log = f"INSERT INTO changes (table_id, diff, ts, row) VALUES ('{table_id}', {{diff}}, {now}, {{row}});"
         with self.transaction():
@@ -118,7 +119,7 @@ class TableStore:
         """Inserts rows, (values, where) each, in one transaction, every value through its column's input
         function. `where` (one per value, or one for the row) is what a refusal points at: InvalidValue carries the
         column and its `where`, RowRefused the row's."""
-        inputs = [input_function(c["type"]) for c in columns]
+        inputs = [input_function(c.type) for c in columns]
         current = []
 
         def converted():
@@ -129,11 +130,11 @@ class TableStore:
                     try:
                         row.append(convert(value))
                     except InvalidValue as exc:
-                        raise InvalidValue(str(exc), columns[index]["name"],
+                        raise InvalidValue(str(exc), columns[index].name,
                                            where[index] if isinstance(where, tuple) else where) from None
                 yield row
 
-        names = ", ".join(quote(c["name"]) for c in columns)
+        names = ", ".join(quote(c.name) for c in columns)
         sql = f"INSERT INTO {quote(storage_name(table_id))} ({names}) VALUES ({', '.join('?' * len(columns))})"
         try:
             with self.transaction():

@@ -13,6 +13,7 @@ from typing import Callable, Optional
 
 from pyiceberg.exceptions import CommitFailedException
 
+from ...model.frontier import Frontier
 from ..faults import crash_point
 from ..pyiceberg_internals import commit_files
 from .progress import Progress, latest_progress, summary_properties
@@ -39,7 +40,7 @@ class CommitConflict(Exception):
 class Outcome:
     snapshot_id: Optional[int]
     already_committed: bool
-    frontier: dict  # what the table now holds of this sink's input: where the next batch starts
+    frontier: Frontier  # what the table now holds of this sink's input: where the next batch starts
     files: BatchFiles  # what the batch wrote and read
 
 
@@ -66,16 +67,16 @@ class Committer:
             raise Fenced(f"fenced by newer sink version {progress.version} (this process runs version "
                          f"{self.version}); another engine writes this sink")
 
-    def commit(self, lower: dict, plan_files: FilePlanner) -> Optional[Outcome]:
+    def commit(self, lower: Frontier, plan_files: FilePlanner) -> Optional[Outcome]:
         """Commits the batch starting after `lower`; None if it held nothing the table lacks."""
         planned: Optional[BatchFiles] = None  # from an earlier attempt: its upper bound tells whether it landed
         for attempt in range(1, MAX_ATTEMPTS + 1):
             table = self.load_table()
             progress = latest_progress(table, self.sink_id)
-            after = _offset(lower)
+            after = lower.offset
             if progress is not None:
                 self._check_version(progress)
-                committed = _offset(progress.frontier)
+                committed = progress.frontier.offset
                 if planned is not None and progress.version == self.version and progress.frontier == _upper(planned):
                     return Outcome(progress.snapshot_id, True, progress.frontier, planned)  # it landed after all
                 if committed > after and progress.version == self.version:
@@ -88,12 +89,13 @@ class Committer:
                     log.warning("sink %s: %d snapshots by other writers since its last commit", self.sink_id,
                                 len(progress.foreign_writes))
             planned = plan_files(table, after)
-            if not planned.rows and after == _offset(lower):
+            if not planned.rows and after == lower.offset:
                 return None
             crash_point("files-written")
             frontier = _upper(planned) if planned.rows else progress.frontier
             properties = summary_properties(self.sink_id, self.version, frontier,
-                                            {"lower": {"offset": after}, "upper": frontier, "rows": planned.rows})
+                                            {"lower": {"offset": after}, "upper": frontier.to_json(),
+                                             "rows": planned.rows})
             try:
                 snapshot_id = commit_files(table, planned.removed, planned.added, properties)
             except CommitFailedException as exc:
@@ -118,9 +120,5 @@ class Committer:
                 pass  # maintenance waits for the next round
 
 
-def _offset(frontier: dict) -> int:
-    return int(frontier.get("offset", 0))
-
-
-def _upper(planned: BatchFiles) -> dict:
-    return {"offset": int(planned.upper_offset)}
+def _upper(planned: BatchFiles) -> Frontier:
+    return Frontier(int(planned.upper_offset))

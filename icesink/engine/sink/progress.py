@@ -5,6 +5,8 @@ import json
 from dataclasses import dataclass
 from typing import Optional
 
+from ...model.frontier import Frontier
+
 SINK_ID, SINK_VERSION, FRONTIER, BATCH = "icesink.sink-id", "icesink.sink-version", "icesink.frontier", "icesink.batch"
 
 
@@ -13,12 +15,12 @@ class Progress:
     snapshot_id: int
     sink_id: str
     version: int
-    frontier: dict  # exclusive upper bound of what is committed, e.g. {"offset": 120}
+    frontier: Frontier  # what is committed
     foreign_writes: tuple[int, ...] = ()  # snapshots of other writers found above ours
 
 
-def summary_properties(sink_id: str, version: int, frontier: dict, batch: dict) -> dict[str, str]:
-    return {SINK_ID: sink_id, SINK_VERSION: str(version), FRONTIER: json.dumps(frontier, sort_keys=True),
+def summary_properties(sink_id: str, version: int, frontier: Frontier, batch: dict) -> dict[str, str]:
+    return {SINK_ID: sink_id, SINK_VERSION: str(version), FRONTIER: frontier.dumps(),
             BATCH: json.dumps(batch, sort_keys=True)}
 
 
@@ -32,8 +34,8 @@ def latest_progress(table, sink_id: str) -> Optional[Progress]:
         summary = snapshot.summary
         props = summary.additional_properties if summary is not None else {}
         if props.get(SINK_ID) == sink_id:
-            return Progress(snapshot.snapshot_id, sink_id, int(props[SINK_VERSION]), json.loads(props[FRONTIER]),
-                            tuple(foreign))
+            return Progress(snapshot.snapshot_id, sink_id, int(props[SINK_VERSION]),
+                            Frontier.from_json(json.loads(props[FRONTIER])), tuple(foreign))
         operation = summary.operation.value if summary is not None else ""
         if operation != "replace":
             foreign.append(snapshot.snapshot_id)

@@ -10,9 +10,12 @@ from pyiceberg.transforms import (BucketTransform, DayTransform, HourTransform, 
                                   MonthTransform, TruncateTransform, YearTransform)
 from pyiceberg.types import NestedField
 
+from ...model.descriptors import PartitionField as SinkPartition
+from ...model.descriptors import SinkDescriptor
+from ...model.types import Column
 from ..columns import iceberg_type
 
-APPEND_COLUMNS = [{"name": "_mz_diff", "type": "integer"}, {"name": "_mz_timestamp", "type": "bigint"}]
+APPEND_COLUMNS = (Column("_mz_diff", "integer"), Column("_mz_timestamp", "bigint"))
 
 # Keeps commits cheap as the table ages: old metadata files go, manifests are merged.
 TABLE_PROPERTIES = {
@@ -31,17 +34,15 @@ class IncompatibleTable(Exception):
     """The existing Iceberg table cannot take the sink's rows; the message says what differs."""
 
 
-def sink_columns(definition: dict) -> list[dict]:
-    columns = list(definition["columns"])
-    return columns + APPEND_COLUMNS if definition["mode"] == "append" else columns
+def sink_columns(sink: SinkDescriptor) -> tuple[Column, ...]:
+    return sink.columns + APPEND_COLUMNS if sink.mode == "append" else sink.columns
 
 
-def iceberg_schema(definition: dict) -> Schema:
-    columns = sink_columns(definition)
+def iceberg_schema(sink: SinkDescriptor) -> Schema:
+    columns = sink_columns(sink)
     counter = itertools.count(len(columns) + 1)
-    key = set(definition["key"])
-    fields = [NestedField(i + 1, c["name"], iceberg_type(c["type"], lambda: next(counter)),
-                          required=c["name"] in key)
+    key = set(sink.key)
+    fields = [NestedField(i + 1, c.name, iceberg_type(c.type, lambda: next(counter)), required=c.name in key)
               for i, c in enumerate(columns)]
     identifier_ids = [f.field_id for f in fields if f.name in key]
     return Schema(*fields, identifier_field_ids=identifier_ids)
@@ -51,18 +52,17 @@ _TRANSFORMS = {"identity": IdentityTransform, "year": YearTransform, "month": Mo
                "hour": HourTransform, "bucket": BucketTransform, "truncate": TruncateTransform}
 
 
-def _transform(entry: dict):
-    cls = _TRANSFORMS[entry["transform"]]
-    return cls(entry["argument"]) if "argument" in entry else cls()
+def _transform(entry: SinkPartition):
+    cls = _TRANSFORMS[entry.transform]
+    return cls(entry.argument) if entry.argument is not None else cls()
 
 
-def partition_spec(definition: dict, schema: Schema) -> PartitionSpec:
+def partition_spec(sink: SinkDescriptor, schema: Schema) -> PartitionSpec:
     fields = []
-    for i, entry in enumerate(definition["partition_by"]):
-        source = schema.find_field(entry["column"])
-        suffix = entry["transform"] if entry["transform"] != "identity" else ""
-        fields.append(PartitionField(source.field_id, 1000 + i, _transform(entry),
-                                     f"{entry['column']}_{suffix}".rstrip("_")))
+    for i, entry in enumerate(sink.partition_by):
+        source = schema.find_field(entry.column)
+        suffix = entry.transform if entry.transform != "identity" else ""
+        fields.append(PartitionField(source.field_id, 1000 + i, _transform(entry), f"{entry.column}_{suffix}".rstrip("_")))
     return PartitionSpec(*fields)
 
 
@@ -70,23 +70,22 @@ def _describe(schema: Schema) -> dict[str, str]:
     return {f.name: str(f.field_type) for f in schema.fields}
 
 
-def ensure_table(catalog, definition: dict):
+def ensure_table(catalog, sink: SinkDescriptor):
     """The sink's table: created (with its namespace) when missing, checked when it exists."""
-    namespace, name = definition["namespace"], definition["table"]
-    wanted = iceberg_schema(definition)
+    namespace, name = sink.namespace, sink.table
+    wanted = iceberg_schema(sink)
     try:
-        table = catalog.load_table((*namespace.split("."), name))
+        table = catalog.load_table(sink.identifier)
     except NoSuchTableError:
         try:
-            catalog.create_namespace(tuple(namespace.split(".")))
+            catalog.create_namespace(sink.namespace_levels)
         except NamespaceAlreadyExistsError:
             pass
         try:
-            return catalog.create_table((*namespace.split("."), name), schema=wanted,
-                                        partition_spec=partition_spec(definition, wanted),
+            return catalog.create_table(sink.identifier, schema=wanted, partition_spec=partition_spec(sink, wanted),
                                         properties={**TABLE_PROPERTIES, **NO_LIBRARY_RETRIES})
         except TableAlreadyExistsError:  # created concurrently: check it like any existing table
-            table = catalog.load_table((*namespace.split("."), name))
+            table = catalog.load_table(sink.identifier)
     have, want = _describe(table.schema()), _describe(wanted)
     missing = [f"{n} {t}" for n, t in want.items() if n not in have]
     different = [f"{n} is {have[n]}, the sink writes {t}" for n, t in want.items() if n in have and have[n] != t]

@@ -1,21 +1,28 @@
-"""An engine table's change log as a Spark streaming source. Offsets are the log's own; the sink
-decides where to start (from the progress it committed to Iceberg), not a Spark checkpoint."""
+"""Input kind 'engine-table': an engine table's change log as a Spark streaming source. Offsets are the log's own;
+the sink decides where to start (from the progress it committed to Iceberg), not a Spark checkpoint. After a commit
+the sink acknowledges its frontier, and the log is compacted below what all the table's sinks acknowledged."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
+from ...model.frontier import Frontier
 from ...model.types import decoder
 from ..columns import spark_type
+from ..tables import TableStore
+from .base import Input, ProgressBehindInput
 
 OFFSET, DIFF, TS = "_icesink_offset", "_icesink_diff", "_icesink_ts"
+log = logging.getLogger("icesink.sink")
 ROWS_PER_PARTITION = 250_000
 
 
 def change_schema(columns: list[dict]) -> StructType:
+    """A change stream's Spark schema: the input's columns (as Column.as_dict), then OFFSET, DIFF and TS."""
     fields = [StructField(c["name"], spark_type(c["type"]), True) for c in columns]
     return StructType(fields + [StructField(OFFSET, LongType(), False), StructField(DIFF, IntegerType(), False),
                                 StructField(TS, LongType(), False)])
@@ -101,3 +108,35 @@ def _undecodable(columns: list[dict], decoders, values: list, offset: int) -> st
             return (f"column \"{column['name']}\" of the change at log offset {offset} holds {value!r}, which is not "
                     f"a {column['type']}: {exc}")
     return f"the change at log offset {offset} cannot be read"
+
+
+class EngineTableInput(Input):
+    def __init__(self, catalog, relation, origin):
+        super().__init__(catalog, relation, origin)
+        self.log = TableStore(catalog.data_dir)
+
+    def stream(self, spark, start: Frontier):
+        return (spark.readStream.format(EngineTableSource.name())
+                .option("data_dir", str(Path(self.catalog.data_dir).resolve())).option("table_id", self.relation.id)
+                .option("columns", json.dumps([c.as_dict() for c in self.relation.descriptor.columns]))
+                .option("start", str(start.offset)).load())
+
+    def check_resume(self, frontier: Frontier) -> None:
+        floor = self.log.floor(self.relation.id)
+        if 0 < frontier.offset < floor:
+            raise ProgressBehindInput(
+                f"the sink's progress in Iceberg (offset {frontier.offset}) is older than what table "
+                f"'{self.relation.name}' keeps of its changes (compacted up to offset {floor}); recreate the sink to "
+                "start from a snapshot")
+
+    def acknowledge(self, sink_id: str, frontier: Frontier) -> None:
+        """The log may shrink below what every sink of the table acknowledged."""
+        table_id = self.relation.id
+        self.log.acknowledge(sink_id, table_id, frontier.offset)
+        readers = {o.id for o in self.catalog.dependents(table_id) if o.kind == "sink"}
+        removed = self.log.compact(table_id, readers)
+        if removed:
+            log.info("table %s: compacted %d entries of the change log", self.relation.name, removed)
+
+    def close(self) -> None:
+        self.log.close()

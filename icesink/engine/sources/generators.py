@@ -1,5 +1,6 @@
-"""Materialize's load generators, deterministic given their options: the rows of tick t are a function
-of (generator, options, t), so a restart that resumes at a committed tick produces exactly the rows after it.
+"""Input kind 'load-generator': Materialize's load generators, deterministic given their options: the rows of tick t
+are a function of (generator, options, t), so a restart that resumes at a committed tick produces exactly the rows
+after it.
 
 Offsets: tick << 20 | sequence within the tick; a batch always holds whole ticks.
 """
@@ -12,6 +13,9 @@ import time
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
+from ...errors import NotSupportedYet
+from ...model.frontier import Frontier
+from .base import Input
 from .engine_table import DIFF, OFFSET, TS, change_schema
 
 TICK_BITS = 20
@@ -150,3 +154,23 @@ class GeneratorReader(DataSourceStreamReader):
 
     def commit(self, end: dict) -> None:
         """Nothing to forget: the rows of any tick can be generated again."""
+
+
+class GeneratorInput(Input):
+    def __init__(self, catalog, relation, origin):
+        super().__init__(catalog, relation, origin)
+        self.generator = origin.descriptor.generator
+        if self.generator == "tpch":
+            raise NotSupportedYet("sinks from LOAD GENERATOR TPCH are not supported yet")
+        # KEY VALUE sets each key to a new value: an upsert stream, like Materialize's
+        self.upsert_stream = self.generator == "key value"
+
+    def stream(self, spark, start: Frontier):
+        columns = self.relation.descriptor.columns
+        start_ms = int(dt.datetime.fromisoformat(self.origin.created_at).timestamp() * 1000)
+        upstream = getattr(self.relation.descriptor, "upstream", None) if self.relation is not self.origin else ""
+        return (spark.readStream.format(GeneratorSource.name())
+                .option("generator", self.generator).option("relation", upstream or "")
+                .option("settings", json.dumps(self.origin.descriptor.settings.to_json()))
+                .option("start_ms", str(start_ms)).option("columns", json.dumps([c.as_dict() for c in columns]))
+                .option("start", str(start.offset)).load())

@@ -1,0 +1,37 @@
+"""The one interface every input kind of a sink implements: the runner knows no kind by name. An input kind is a
+module beside this one and a line in INPUTS (__init__.py)."""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from ...catalog.store import Catalog, CatalogObject
+from ...model.frontier import Frontier
+
+
+class ProgressBehindInput(Exception):
+    """The sink's progress is older than what its input still holds: the changes after it are gone."""
+
+
+class Input:
+    """One sink's input: `relation` is the catalog object the sink reads (a table, a source, a subsource), `origin`
+    the object that produces its changes (its source, or itself)."""
+
+    # Every change replaces its key's row (no retractions): live rows per key cannot be counted, so an enforced KEY
+    # is not checked against it.
+    upsert_stream = False
+
+    def __init__(self, catalog: Catalog, relation: CatalogObject, origin: CatalogObject):
+        self.catalog, self.relation, self.origin = catalog, relation, origin
+
+    def stream(self, spark, start: Frontier) -> DataFrame:
+        """The input's changes above `start` as a streaming DataFrame: its columns, then OFFSET, DIFF and TS."""
+        raise NotImplementedError
+
+    def check_resume(self, frontier: Frontier) -> None:
+        """Raises ProgressBehindInput when the input no longer holds the changes after `frontier`."""
+
+    def acknowledge(self, sink_id: str, frontier: Frontier) -> None:
+        """The sink committed everything up to `frontier` and will not read it again."""
+
+    def close(self) -> None:
+        pass

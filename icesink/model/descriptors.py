@@ -1,0 +1,386 @@
+"""What the planner hands the runtime, typed: one frozen dataclass per kind of catalog object, each with its JSON form
+for the catalog's `definition` column (whose keys the system views read) and a format version for migrations.
+Nothing outside `to_json`/`from_json` reads a descriptor by string key.
+
+FORMAT 1 is the layout icesink wrote before descriptors existed (it carried no "format" key): from_json reads it
+as it reads its own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Optional, Union
+
+from .types import Column
+
+FORMAT = 1
+
+
+class DescriptorError(ValueError):
+    """A catalog row whose definition this icesink cannot read (written by a newer one, or damaged)."""
+
+
+def _format(data: dict) -> None:
+    found = data.get("format", 1)
+    if found > FORMAT:
+        raise DescriptorError(f"definition format {found} is newer than this icesink's ({FORMAT})")
+
+
+def _columns(data) -> Optional[tuple[Column, ...]]:
+    if data is None:
+        return None
+    return tuple(Column(c["name"], c["type"], c.get("nullable", True)) for c in data)
+
+
+def _columns_json(columns) -> Optional[list[dict]]:
+    return None if columns is None else [c.as_dict() for c in columns]
+
+
+# ---------------------------------------------------------------- option values of connections
+@dataclass(frozen=True)
+class SecretRef:
+    """`SECRET name`, or `'prefix' || SECRET name`: the value is read from the secret store when connecting."""
+
+    secret_id: str
+    prefix: Optional[str] = None
+
+    def to_json(self) -> dict:
+        return {"secret": self.secret_id, **({"prefix": self.prefix} if self.prefix is not None else {})}
+
+
+@dataclass(frozen=True)
+class ConnectionRef:
+    """`AWS CONNECTION name`."""
+
+    connection_id: str
+
+    def to_json(self) -> dict:
+        return {"connection": self.connection_id}
+
+
+OptionValue = Union[str, int, float, bool, SecretRef, ConnectionRef, tuple, None]
+
+
+def _value_from_json(value) -> OptionValue:
+    if isinstance(value, dict) and "secret" in value:
+        return SecretRef(value["secret"], value.get("prefix"))
+    if isinstance(value, dict) and "connection" in value:
+        return ConnectionRef(value["connection"])
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+def _value_to_json(value: OptionValue):
+    if isinstance(value, (SecretRef, ConnectionRef)):
+        return value.to_json()
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+@dataclass(frozen=True)
+class _Options:
+    """Options of one connection kind: a field per option, named as its words in snake case."""
+
+    @classmethod
+    def from_json(cls, data: dict):
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: _value_from_json(v) for k, v in data.items() if k in names})
+
+    def to_json(self) -> dict:
+        return {f.name: _value_to_json(getattr(self, f.name)) for f in fields(self)
+                if getattr(self, f.name) is not None}
+
+    def given(self) -> dict[str, OptionValue]:
+        """The options the statement gave, by their snake-case names."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+@dataclass(frozen=True)
+class AwsOptions(_Options):
+    region: Optional[str] = None
+    endpoint: Optional[str] = None
+    access_key_id: Union[str, SecretRef, None] = None
+    secret_access_key: Optional[SecretRef] = None
+    session_token: Union[str, SecretRef, None] = None
+    assume_role_arn: Optional[str] = None
+    assume_role_session_name: Optional[str] = None
+    external_id: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class IcebergCatalogOptions(_Options):
+    catalog_type: str = "local"
+    url: Optional[str] = None
+    warehouse: Optional[str] = None
+    credential: Union[str, SecretRef, None] = None
+    token: Optional[SecretRef] = None
+    scope: Optional[str] = None
+    oauth2_server_url: Optional[str] = None
+    access_delegation: Optional[str] = None
+    aws_connection: Optional[ConnectionRef] = None
+
+
+@dataclass(frozen=True)
+class PostgresOptions(_Options):
+    host: Optional[str] = None
+    port: Union[int, str, None] = None
+    database: Optional[str] = None
+    user: Union[str, SecretRef, None] = None
+    password: Optional[SecretRef] = None
+    ssl_mode: Optional[str] = None
+    ssl_certificate_authority: Union[str, SecretRef, None] = None
+    ssl_certificate: Union[str, SecretRef, None] = None
+    ssl_key: Optional[SecretRef] = None
+    aws_connection: Optional[ConnectionRef] = None
+
+
+CONNECTION_OPTIONS = {"aws": AwsOptions, "iceberg-catalog": IcebergCatalogOptions, "postgres": PostgresOptions}
+
+
+@dataclass(frozen=True)
+class ConnectionDescriptor:
+    kind: str  # 'aws', 'iceberg-catalog', 'postgres'
+    options: _Options
+    external_id: Optional[str] = None  # AWS role assumption: what the trust policy must require
+    example_trust_policy: Optional[str] = None
+
+    def to_json(self) -> dict:
+        data = {"format": FORMAT, "options": self.options.to_json()}
+        if self.external_id is not None:
+            data.update(external_id=self.external_id, example_trust_policy=self.example_trust_policy)
+        return data
+
+    @classmethod
+    def from_json(cls, kind: str, data: dict) -> "ConnectionDescriptor":
+        _format(data)
+        return cls(kind, CONNECTION_OPTIONS[kind].from_json(data.get("options", {})), data.get("external_id"),
+                   data.get("example_trust_policy"))
+
+
+# ---------------------------------------------------------------- relations
+@dataclass(frozen=True)
+class TableDescriptor:
+    """CREATE TABLE: an engine table (its rows kept by icesink), or one fed by a source (`source_id`)."""
+
+    columns: Optional[tuple[Column, ...]]
+    primary_key: tuple[str, ...] = ()
+    source_id: Optional[str] = None
+    upstream: Optional[str] = None  # the source's table it reads, when fed by a source
+
+    @property
+    def is_engine_table(self) -> bool:
+        return self.source_id is None
+
+    def to_json(self) -> dict:
+        data = {"format": FORMAT, "columns": _columns_json(self.columns), "primary_key": list(self.primary_key)}
+        if self.source_id is not None:
+            data.update(source_id=self.source_id, upstream=self.upstream)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> "TableDescriptor":
+        _format(data)
+        return cls(_columns(data.get("columns")), tuple(data.get("primary_key", ())), data.get("source_id"),
+                   data.get("upstream"))
+
+
+@dataclass(frozen=True)
+class SubsourceDescriptor:
+    """One upstream table of a source; its columns are None until the source has asked the upstream system."""
+
+    upstream: str
+    columns: Optional[tuple[Column, ...]] = None
+    primary_key: tuple[str, ...] = ()
+    source_id: Optional[str] = None
+
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "upstream": self.upstream, "columns": _columns_json(self.columns),
+                "primary_key": list(self.primary_key), "source_id": self.source_id}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "SubsourceDescriptor":
+        _format(data)
+        return cls(data.get("upstream", ""), _columns(data.get("columns")), tuple(data.get("primary_key", ())),
+                   data.get("source_id"))
+
+
+@dataclass(frozen=True)
+class GeneratorSettings:
+    """A load generator's options, as Materialize names them (TICK INTERVAL in milliseconds)."""
+
+    tick_interval_ms: Optional[int] = None
+    up_to: Optional[int] = None
+    seed: Optional[int] = None
+    max_cardinality: Optional[int] = None
+    keys: Optional[int] = None
+    batch_size: Optional[int] = None
+    scale_factor: Optional[float] = None
+
+    def to_json(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "GeneratorSettings":
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class LoadGeneratorDescriptor:
+    generator: str  # 'counter', 'auction', 'key value', 'tpch'
+    settings: GeneratorSettings = field(default_factory=GeneratorSettings)
+    columns: Optional[tuple[Column, ...]] = None  # a generator of one relation (COUNTER, KEY VALUE) is that relation
+    primary_key: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        data = {"format": FORMAT, "generator": self.generator, "options": self.settings.to_json()}
+        if self.columns is not None:
+            data.update(columns=_columns_json(self.columns), primary_key=list(self.primary_key))
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> "LoadGeneratorDescriptor":
+        _format(data)
+        return cls(data["generator"], GeneratorSettings.from_json(data.get("options", {})),
+                   _columns(data.get("columns")), tuple(data.get("primary_key", ())))
+
+
+@dataclass(frozen=True)
+class PostgresSourceDescriptor:
+    connection_id: str
+    publication: str
+    text_columns: tuple[str, ...] = ()
+    exclude_columns: tuple[str, ...] = ()
+    tables: Optional[str] = None  # 'all', 'schemas', 'tables' or None
+    schemas: Optional[tuple[str, ...]] = None
+
+    @property
+    def columns(self) -> None:
+        return None  # a Postgres source is its subsources
+
+    def to_json(self) -> dict:
+        options = {"publication": self.publication}
+        if self.text_columns:
+            options["text_columns"] = list(self.text_columns)
+        if self.exclude_columns:
+            options["exclude_columns"] = list(self.exclude_columns)
+        return {"format": FORMAT, "connection_id": self.connection_id, "options": options, "tables": self.tables,
+                "schemas": list(self.schemas) if self.schemas is not None else None}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "PostgresSourceDescriptor":
+        _format(data)
+        options = data.get("options", {})
+        schemas = data.get("schemas")
+        return cls(data["connection_id"], options.get("publication", ""), tuple(options.get("text_columns", ())),
+                   tuple(options.get("exclude_columns", ())), data.get("tables"),
+                   tuple(schemas) if schemas is not None else None)
+
+
+@dataclass(frozen=True)
+class ViewDescriptor:
+    query_sql: str
+    columns: Optional[tuple[Column, ...]]
+    unique_keys: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def primary_key(self) -> tuple[str, ...]:
+        return ()
+
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "query_sql": self.query_sql, "columns": _columns_json(self.columns),
+                "unique_keys": [list(k) for k in self.unique_keys]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ViewDescriptor":
+        _format(data)
+        return cls(data["query_sql"], _columns(data.get("columns")), tuple(tuple(k) for k in data.get("unique_keys", ())))
+
+
+# ---------------------------------------------------------------- sinks
+@dataclass(frozen=True)
+class PartitionField:
+    transform: str  # 'identity', 'year', 'month', 'day', 'hour', 'bucket', 'truncate'
+    column: str
+    argument: Optional[int] = None
+
+    def to_json(self) -> dict:
+        return {"transform": self.transform, "column": self.column,
+                **({"argument": self.argument} if self.argument is not None else {})}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "PartitionField":
+        return cls(data["transform"], data["column"], data.get("argument"))
+
+
+@dataclass(frozen=True)
+class SinkDescriptor:
+    input_id: str
+    connection_id: str
+    namespace: str  # dot-separated levels
+    table: str
+    mode: str  # 'upsert' | 'append'
+    commit_interval_ms: int
+    key: tuple[str, ...] = ()
+    key_enforced: bool = True
+    key_checked: bool = True  # False: the input's columns were unknown when it was planned
+    partition_by: tuple[PartitionField, ...] = ()
+    columns: Optional[tuple[Column, ...]] = None
+    aws_connection_id: Optional[str] = None
+    version: int = 1  # the sink's incarnation: a newer one fences an older one still writing
+
+    @property
+    def namespace_levels(self) -> tuple[str, ...]:
+        return tuple(self.namespace.split("."))
+
+    @property
+    def identifier(self) -> tuple[str, ...]:
+        return (*self.namespace_levels, self.table)
+
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "input_id": self.input_id, "connection_id": self.connection_id,
+                "aws_connection_id": self.aws_connection_id, "namespace": self.namespace, "table": self.table,
+                "mode": self.mode, "key": list(self.key), "key_enforced": self.key_enforced,
+                "key_checked": self.key_checked, "partition_by": [p.to_json() for p in self.partition_by],
+                "commit_interval_ms": self.commit_interval_ms, "columns": _columns_json(self.columns),
+                "sink_version": self.version}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "SinkDescriptor":
+        _format(data)
+        return cls(data["input_id"], data["connection_id"], data["namespace"], data["table"], data["mode"],
+                   data["commit_interval_ms"], tuple(data.get("key", ())), data.get("key_enforced", True),
+                   data.get("key_checked", True), tuple(PartitionField.from_json(p) for p in data.get("partition_by", ())),
+                   _columns(data.get("columns")), data.get("aws_connection_id"), data.get("sink_version", 1))
+
+
+@dataclass(frozen=True)
+class SecretDescriptor:
+    """A secret's value is in the secret store; the catalog keeps nothing of it."""
+
+    def to_json(self) -> dict:
+        return {"format": FORMAT}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "SecretDescriptor":
+        _format(data)
+        return cls()
+
+
+Descriptor = Union[SecretDescriptor, ConnectionDescriptor, TableDescriptor, SubsourceDescriptor, LoadGeneratorDescriptor,
+                   PostgresSourceDescriptor, ViewDescriptor, SinkDescriptor]
+
+
+def from_json(kind: str, type_: str, data: dict) -> Descriptor:
+    """The descriptor of a catalog row of `kind` and `type_` from its definition column."""
+    if kind == "connection":
+        return ConnectionDescriptor.from_json(type_, data)
+    if kind == "source":
+        return LoadGeneratorDescriptor.from_json(data) if type_ == "load-generator" \
+            else PostgresSourceDescriptor.from_json(data)
+    reader = {"secret": SecretDescriptor, "table": TableDescriptor, "subsource": SubsourceDescriptor,
+              "materialized-view": ViewDescriptor, "sink": SinkDescriptor}.get(kind)
+    if reader is None:
+        raise DescriptorError(f"unknown kind of object {kind!r}")
+    return reader.from_json(data)

@@ -1,0 +1,117 @@
+"""Typed descriptors: each kind's JSON round trip, and catalogs written before descriptors existed (their definition
+JSON had no format) still open, answer the system views and run their sinks."""
+import dataclasses
+import json
+import sqlite3
+
+import pytest
+
+import icesink
+from icesink.model import descriptors as d
+from icesink.model.frontier import Frontier
+from icesink.model.types import Column
+from tests.conftest import CORPUS, rows
+from tests.readers import duckdb_rows
+from tests.runtime import caught_up, iceberg_table, wait_for
+
+COLUMNS = (Column("id", "bigint", False), Column("note", "text"), Column("tags", "text[]"))
+EXAMPLES = [
+    ("secret", "secret", d.SecretDescriptor()),
+    ("connection", "aws", d.ConnectionDescriptor("aws", d.AwsOptions(region="eu-west-1", assume_role_arn="arn:x"),
+                                                 "icesink_abc", '{"Version": "2012-10-17"}')),
+    ("connection", "iceberg-catalog", d.ConnectionDescriptor("iceberg-catalog", d.IcebergCatalogOptions(
+        "rest", url="http://x", credential=d.SecretRef("u1", "id:"), aws_connection=d.ConnectionRef("u2")))),
+    ("connection", "postgres", d.ConnectionDescriptor("postgres", d.PostgresOptions(
+        host="db", port=5432, user="repl", password=d.SecretRef("u1")))),
+    ("table", "table", d.TableDescriptor(COLUMNS, ("id",))),
+    ("table", "table", d.TableDescriptor(None, (), "u4", "public.orders")),
+    ("subsource", "subsource", d.SubsourceDescriptor("bids", COLUMNS, ("id",), "u5")),
+    ("source", "load-generator", d.LoadGeneratorDescriptor("key value", d.GeneratorSettings(keys=10, batch_size=2),
+                                                            COLUMNS, ("id",))),
+    ("source", "postgres", d.PostgresSourceDescriptor("u3", "icesink", ("a.b",), (), "schemas", ("public",))),
+    ("materialized-view", "materialized-view", d.ViewDescriptor("SELECT 1 AS one", (Column("one", "integer"),),
+                                                                (("one",),))),
+    ("sink", "iceberg", d.SinkDescriptor("u4", "u3", "shop.eu", "orders", "upsert", 10_000, ("id",), True, True,
+                                         (d.PartitionField("bucket", "id", 4), d.PartitionField("day", "at")),
+                                         COLUMNS, "u2", 7)),
+]
+
+
+@pytest.mark.parametrize("kind, type_, descriptor", EXAMPLES, ids=[f"{k}-{t}" for k, t, _ in EXAMPLES])
+def test_json_round_trip(kind, type_, descriptor):
+    data = json.loads(json.dumps(descriptor.to_json()))
+    assert data["format"] == d.FORMAT
+    assert d.from_json(kind, type_, data) == descriptor
+
+
+def test_a_newer_format_is_refused_by_name(data_dir):
+    with icesink.connect(data_dir) as session:
+        session.execute("CREATE TABLE t (a int)")
+    db = sqlite3.connect(data_dir / "catalog.db")
+    db.execute("UPDATE objects SET definition = json_set(definition, '$.format', 99)")
+    db.commit()
+    db.close()
+    with icesink.connect(data_dir) as session:
+        with pytest.raises(icesink.CatalogError, match=r"the definition of table 't' cannot be read \(definition "
+                                                       r"format 99 is newer than this icesink's"):
+            session.execute("SHOW COLUMNS FROM t")
+
+
+def test_frontier_orders_and_round_trips():
+    assert Frontier(3) < Frontier(10) and Frontier.from_json(Frontier(42).to_json()) == Frontier(42)
+
+
+def test_a_catalog_written_before_descriptors_opens_and_reads_alike(data_dir):
+    """tests/corpus/catalog_before_descriptors.json: the objects table as the release before descriptors wrote it."""
+    saved = json.loads((CORPUS / "catalog_before_descriptors.json").read_text())
+    icesink.connect(data_dir).close()
+    db = sqlite3.connect(data_dir / "catalog.db")
+    db.executemany("INSERT INTO objects VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", saved["objects"])
+    db.executemany("INSERT INTO dependencies VALUES (?, ?)", saved["dependencies"])
+    db.execute("UPDATE meta SET value = '100' WHERE key = 'next_id'")
+    db.commit()
+    db.close()
+    with icesink.connect(data_dir) as session:
+        for id_, _, name, kind, type_, *_, definition, _ in saved["objects"]:
+            obj = session.catalog.get(name)
+            assert obj.id == id_ and obj.kind == kind
+            written, kept = json.loads(definition), obj.descriptor.to_json()
+            for key, value in written.items():  # everything the old version wrote reads back the same
+                assert kept.get(key) == value or (not value and not kept.get(key)), (name, key)
+            assert all(not value for key, value in kept.items() if key not in written and key not in (
+                "format", "sink_version")), name
+        assert rows(session, "SELECT name, type FROM mz_connections ORDER BY name") == [
+            ("aws", "aws"), ("aws_keys", "aws"), ("lake", "iceberg-catalog"), ("pg", "postgres"),
+            ("rest", "iceberg-catalog")]
+        assert rows(session, "SELECT id, namespace, \"table\" FROM mz_catalog.mz_iceberg_sinks ORDER BY id") == [
+            ("u20", "shop", "orders"), ("u21", "gen", "counter")]
+        assert session.catalog.get("orders_lake").descriptor.partition_by == (d.PartitionField("bucket", "id", 4),)
+        assert session.catalog.get("rest").descriptor.options.credential == d.SecretRef("u1", "id:")
+        session.execute("CREATE SINK more FROM per_customer INTO ICEBERG CATALOG CONNECTION lake "
+                        "(NAMESPACE 'shop', TABLE 'per_customer') KEY (customer) MODE UPSERT WITH (COMMIT INTERVAL '1s')")
+        session.execute("ALTER SINK orders_lake SET (COMMIT INTERVAL = '2s')")
+        assert session.catalog.get("orders_lake").descriptor.commit_interval_ms == 2000
+
+
+def test_a_sink_from_before_descriptors_resumes(session, scheduler):
+    session.execute("""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE TABLE orders (id bigint NOT NULL, note text, PRIMARY KEY (id));
+        INSERT INTO orders VALUES (1, 'a'), (2, 'b');
+        CREATE SINK orders_lake FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'orders')
+          KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');""")
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
+    scheduler.stop()
+    with session.catalog.transaction() as db:  # as the release before descriptors left it
+        db.execute("UPDATE objects SET definition = json_remove(definition, '$.format')")
+    from icesink.engine.scheduler import Scheduler
+    from icesink.engine.spark import get_spark
+    again = Scheduler(session.data_dir, session.executor.secret_value, get_spark)
+    again.start()
+    try:
+        session.execute("INSERT INTO orders VALUES (3, 'c'); UPDATE orders SET note = 'a2' WHERE id = 1")
+        wait_for(caught_up(session, "orders_lake", "orders"), what="the sink to resume")
+    finally:
+        again.stop()
+    got = duckdb_rows(iceberg_table(session, "orders_lake").metadata_location, "id, note", "id")
+    assert got == [(1, "a2"), (2, "b"), (3, "c")]
