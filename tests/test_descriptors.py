@@ -115,3 +115,12 @@ def test_a_sink_from_before_descriptors_resumes(session, scheduler):
         again.stop()
     got = duckdb_rows(iceberg_table(session, "orders_lake").metadata_location, "id, note", "id")
     assert got == [(1, "a2"), (2, "b"), (3, "c")]
+
+
+def test_each_connection_kind_keeps_the_options_its_descriptor_reads():
+    from icesink.catalog_connections import CONNECTION_KINDS
+    assert set(CONNECTION_KINDS) == set(d.CONNECTION_OPTIONS)
+    for kind in CONNECTION_KINDS.values():
+        assert kind.stored is d.CONNECTION_OPTIONS[kind.type]
+        fields = {f.name for f in dataclasses.fields(kind.stored)}
+        assert {name.lower().replace(" ", "_") for name in kind.options} == fields, kind.type

@@ -1,20 +1,19 @@
-"""One module per external system, each behind `Connector.validate()`."""
+"""One module per external system: its options, their rules, and a connector with validate() and a client. Adding
+a kind of connection is adding a module here and a line in CONNECTION_KINDS."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Callable
 
 from ..catalog.store import CatalogObject
-from .aws import AwsConnector
-from .base import ConnectionInvalid, Connector
-from .iceberg import IcebergCatalogConnector
-from .postgres import PostgresConnector
+from . import aws, iceberg, postgres
+from .base import ConnectionInvalid, ConnectionKind, Connector
 
-_CONNECTORS = {"aws": AwsConnector, "iceberg-catalog": IcebergCatalogConnector, "postgres": PostgresConnector}
+CONNECTION_KINDS: dict[str, ConnectionKind] = {kind.type: kind for kind in (aws.KIND, iceberg.KIND, postgres.KIND)}
 
 
 def connector_for(obj: CatalogObject, secret: Callable[[str], str], data_dir: Path) -> Connector:
-    return _CONNECTORS[obj.type](obj.name, obj.descriptor, secret, data_dir)
+    return CONNECTION_KINDS[obj.type].connector(obj.name, obj.descriptor, secret, data_dir)
 
 
-__all__ = ["ConnectionInvalid", "Connector", "connector_for"]
+__all__ = ["CONNECTION_KINDS", "ConnectionInvalid", "ConnectionKind", "Connector", "connector_for"]

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from ..errors import IcesinkError, NotSupportedYet
 from ..model.descriptors import ConnectionDescriptor
+from ..model.options import OptionSpec
 
 
 class ConnectionInvalid(IcesinkError):
@@ -30,3 +32,20 @@ class Connector(ABC):
     def not_supported(self, what: str) -> NotSupportedYet:
         return NotSupportedYet(f"validating {what} is not supported yet: its connector arrives with the sink "
                                f"runtime; create it WITH (VALIDATE = false) to store it unchecked")
+
+
+@dataclass(frozen=True)
+class ConnectionKind:
+    """Everything about one kind of connection, in its own module: the options CREATE CONNECTION takes, the typed
+    options the catalog keeps, the rules over their combination, and the connector that reaches the system."""
+
+    type: str  # as the catalog and mz_connections name it
+    what: str  # 'AWS connection'
+    options: dict[str, OptionSpec]
+    stored: type  # the descriptor's options dataclass
+    check: Callable  # check(given: dict[str, Given], end: int) raises PlanError
+    connector: type
+
+    @property
+    def a_what(self) -> str:
+        return f"an {self.what}" if self.what[0] in "AEIOU" else f"a {self.what}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..catalog.store import Catalog, CatalogObject
+from ..catalog_connections import CONNECTION_KINDS
 from ..errors import PlanError
 from ..grammar import ast
 from .query import Relation
@@ -13,15 +14,13 @@ KIND_WORDS = {
     "secret": "secret", "connection": "connection", "source": "source", "subsource": "subsource",
     "table": "table", "materialized-view": "materialized view", "sink": "sink",
 }
-CONNECTION_TYPE_WORDS = {"aws": "an AWS connection", "iceberg-catalog": "an Iceberg catalog connection",
-                         "postgres": "a Postgres connection"}
 RELATION_KINDS = ("source", "subsource", "table", "materialized-view")
 _USER_SCHEMAS = ((), ("public",), ("materialize", "public"))
 
 
 def describe(obj: CatalogObject) -> str:
     if obj.kind == "connection":
-        return CONNECTION_TYPE_WORDS[obj.type]
+        return CONNECTION_KINDS[obj.type].a_what
     word = KIND_WORDS[obj.kind]
     return f"an {word}" if word[0] in "aeiou" else f"a {word}"
 
@@ -65,8 +64,8 @@ class Binder:
     def connection(self, name: ast.ObjectName, connection_type: str) -> CatalogObject:
         obj = self.lookup(name, ("connection",), "connection")
         if obj.type != connection_type:
-            raise PlanError(f"connection '{name}' is {CONNECTION_TYPE_WORDS[obj.type]}, not "
-                            f"{CONNECTION_TYPE_WORDS[connection_type]}", name.pos)
+            raise PlanError(f"connection '{name}' is {CONNECTION_KINDS[obj.type].a_what}, not "
+                            f"{CONNECTION_KINDS[connection_type].a_what}", name.pos)
         return obj
 
     def relation(self, name: ast.ObjectName) -> tuple[CatalogObject, Relation]:

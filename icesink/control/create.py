@@ -14,14 +14,12 @@ from .binder import Binder
 from .intervals import parse_interval_ms
 from .plans import CreatePlan, NoticePlan
 from .query import bind_query
-from ..model.descriptors import (CONNECTION_OPTIONS, ConnectionDescriptor, ConnectionRef, GeneratorSettings,
+from ..catalog_connections import CONNECTION_KINDS
+from ..model.options import Given
+from ..model.descriptors import (ConnectionDescriptor, ConnectionRef, GeneratorSettings,
                                  LoadGeneratorDescriptor, PostgresSourceDescriptor, SubsourceDescriptor, TableDescriptor,
                                  ViewDescriptor)
 from .types import LOAD_GENERATORS, Column, normalize
-
-_CONNECTION_WHAT = {"aws": "AWS connection", "iceberg-catalog": "Iceberg catalog connection",
-                    "postgres": "Postgres connection"}
-
 
 def exists_notice(kind: str, name: str, status: str) -> NoticePlan:
     return NoticePlan(f"{kind} '{name}' already exists, skipping", status)
@@ -35,63 +33,15 @@ def plan_create_secret(binder: Binder, stmt: ast.CreateSecret, text: str):
 
 
 # ---------------------------------------------------------------- connections
-def _combination_rules(conn_type: str, given: dict[str, ast.Option], end: int) -> None:
-    def needs(option: str, other: str, why: str = ""):
-        if option in given and other not in given:
-            raise PlanError(f"{option} requires {other}{why}", given[option].pos)
-
-    def excludes(a: str, b: str):
-        if a in given and b in given:
-            raise PlanError(f"{a} and {b} cannot be used together", given[b].pos)
-
-    if conn_type == "aws":
-        needs("SECRET ACCESS KEY", "ACCESS KEY ID")
-        needs("ACCESS KEY ID", "SECRET ACCESS KEY")
-        needs("SESSION TOKEN", "ACCESS KEY ID")
-        needs("ASSUME ROLE SESSION NAME", "ASSUME ROLE ARN")
-        needs("EXTERNAL ID", "ASSUME ROLE ARN")
-        excludes("ACCESS KEY ID", "ASSUME ROLE ARN")
-    elif conn_type == "iceberg-catalog":
-        if "CATALOG TYPE" not in given:
-            raise PlanError("an Iceberg catalog connection needs CATALOG TYPE ('rest', 's3tablesrest', 'glue' or"
-                            " 'local')", end)
-        catalog_type = opts.stored_value(given["CATALOG TYPE"], opts.ICEBERG_OPTIONS["CATALOG TYPE"], str)
-        rest_only = ("CREDENTIAL", "TOKEN", "SCOPE", "OAUTH2 SERVER URL", "ACCESS DELEGATION")
-        if catalog_type != "rest":
-            for name in rest_only:
-                if name in given:
-                    raise PlanError(f"{name} applies only to CATALOG TYPE 'rest', not '{catalog_type}'",
-                                    given[name].pos)
-        if catalog_type == "rest" and "URL" not in given:
-            raise PlanError("CATALOG TYPE 'rest' requires URL", given["CATALOG TYPE"].pos)
-        if catalog_type in ("glue", "local") and "URL" in given:
-            raise PlanError(f"URL does not apply to CATALOG TYPE '{catalog_type}'", given["URL"].pos)
-        if catalog_type in ("s3tablesrest", "glue"):
-            for name in (("WAREHOUSE", "AWS CONNECTION") if catalog_type == "s3tablesrest" else ("AWS CONNECTION",)):
-                if name not in given:
-                    raise PlanError(f"CATALOG TYPE '{catalog_type}' requires {name}", given["CATALOG TYPE"].pos)
-        excludes("CREDENTIAL", "TOKEN")
-        needs("SCOPE", "CREDENTIAL", " (the OAuth2 client credentials flow)")
-        needs("OAUTH2 SERVER URL", "CREDENTIAL", " (the OAuth2 client credentials flow)")
-    else:
-        for name in ("HOST", "USER"):
-            if name not in given:
-                raise PlanError(f"a Postgres connection needs {name}", end)
-        needs("SSL CERTIFICATE", "SSL KEY")
-        needs("SSL KEY", "SSL CERTIFICATE")
-        if "PORT" in given:
-            port = opts.scalar(given["PORT"])
-            if not port.isdigit() or not 1 <= int(port) <= 65535:
-                raise PlanError(f"PORT must be a number from 1 to 65535, not {port}", given["PORT"].value.pos)
-
-
 def plan_create_connection(binder: Binder, stmt: ast.CreateConnection, text: str, default_validation: bool):
     if binder.new_name(stmt.name, stmt.if_not_exists):
         return exists_notice("connection", stmt.name.name, "CREATE CONNECTION")
-    what = _CONNECTION_WHAT[stmt.connection_type]
-    specs = opts.CONNECTION_OPTIONS[stmt.connection_type]
-    given = opts.check_options(stmt.options, specs, what)
-    _combination_rules(stmt.connection_type, given, len(text))
+    kind = CONNECTION_KINDS[stmt.connection_type]
+    specs = kind.options
+    given = opts.check_options(stmt.options, specs, kind.what)
+    kind.check({name: Given(opts.stored_value(option, specs[name], str) if name != "AWS CONNECTION"
+                            else opts.scalar(option), option.pos, option.value.pos)
+                for name, option in given.items()}, len(text))
     depends: list[str] = []
 
     def resolve_secret(name: ast.ObjectName) -> str:
@@ -122,8 +72,7 @@ def plan_create_connection(binder: Binder, stmt: ast.CreateConnection, text: str
                            "Condition": {"StringEquals": {"sts:ExternalId": external_id}}}]})
     if validate is None and (not default_validation or stmt.connection_type == "aws"):
         validate = False  # Materialize does not validate AWS connections by default
-    descriptor = ConnectionDescriptor(stmt.connection_type, CONNECTION_OPTIONS[stmt.connection_type](**stored),
-                                      external_id, trust_policy)
+    descriptor = ConnectionDescriptor(stmt.connection_type, kind.stored(**stored), external_id, trust_policy)
     return CreatePlan("connection", stmt.connection_type, stmt.name.name, text, redact(text), descriptor,
                       tuple(dict.fromkeys(depends)), validate=validate, notices=notices)
 

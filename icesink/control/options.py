@@ -1,59 +1,14 @@
 """Which options each statement takes, what their values may be, and the combination rules."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import PlanError
 from ..grammar import ast
 from ..model.descriptors import SecretRef
+from ..model.options import OptionSpec, text as _text
 
 
-@dataclass(frozen=True)
-class OptionSpec:
-    # accepted value forms: 'string', 'secret', 'concat-secret', 'number', 'bool', 'word', 'object', 'list'
-    values: tuple[str, ...]
-    choices: tuple[str, ...] = ()  # for choice options: canonical lower-case values
-
-
-def _text(*extra, choices=()) -> OptionSpec:
-    return OptionSpec(("string", "word", "number") + extra, choices)
-
-
-AWS_OPTIONS = {
-    "REGION": _text(),
-    "ENDPOINT": _text(),
-    "ACCESS KEY ID": _text("secret"),
-    "SECRET ACCESS KEY": OptionSpec(("secret",)),
-    "SESSION TOKEN": _text("secret"),
-    "ASSUME ROLE ARN": _text(),
-    "ASSUME ROLE SESSION NAME": _text(),
-    "EXTERNAL ID": _text(),
-}
-ICEBERG_OPTIONS = {
-    "CATALOG TYPE": _text(choices=("rest", "s3tablesrest", "glue", "local")),
-    "URL": _text(),
-    "WAREHOUSE": _text(),
-    "CREDENTIAL": _text("secret", "concat-secret"),
-    "TOKEN": OptionSpec(("secret",)),
-    "SCOPE": _text(),
-    "OAUTH2 SERVER URL": _text(),
-    "ACCESS DELEGATION": _text(choices=("vended-credentials", "remote-signing")),
-    "AWS CONNECTION": OptionSpec(("object", "word")),
-}
-POSTGRES_OPTIONS = {
-    "HOST": _text(),
-    "PORT": OptionSpec(("number", "string")),
-    "DATABASE": _text(),
-    "USER": _text("secret"),
-    "PASSWORD": OptionSpec(("secret",)),
-    "SSL MODE": _text(choices=("disable", "require", "verify-ca", "verify-full")),
-    "SSL CERTIFICATE AUTHORITY": _text("secret"),
-    "SSL CERTIFICATE": _text("secret"),
-    "SSL KEY": OptionSpec(("secret",)),
-    "AWS CONNECTION": OptionSpec(("object", "word")),
-}
-CONNECTION_OPTIONS = {"aws": AWS_OPTIONS, "iceberg-catalog": ICEBERG_OPTIONS, "postgres": POSTGRES_OPTIONS}
 CONNECTION_WITH_OPTIONS = {"VALIDATE": OptionSpec(("bool",))}
 SINK_WITH_OPTIONS = {"COMMIT INTERVAL": OptionSpec(("string",))}
 SINK_TARGET_OPTIONS = {"NAMESPACE": _text(), "TABLE": _text()}
