@@ -11,6 +11,7 @@ from typing import Iterator, Optional
 
 from .catalog.secrets import open_secret_store
 from .catalog.store import Catalog, default_data_dir
+from .config import spark_settings
 from .control.executor import Executor, Result
 from .control.planner import SETTINGS, Planner
 from .engine.tables import TableStore
@@ -105,15 +106,43 @@ def parse_script(sql: str, source: str = "<input>", first_line: int = 1) -> Iter
 
 
 class Session:
-    def __init__(self, data_dir: Path | str | None = None):
+    """The composition root: the catalog, secrets, planner, executor and engine tables of a data directory, and its
+    runtime (Spark, configured once from `spark_master`, `config`, the environment or DATA_DIR/icesink.toml, and the
+    scheduler of its sinks). The shell, scripts, `serve` and the Python API all go through it."""
+
+    def __init__(self, data_dir: Path | str | None = None, *, spark_master: str | None = None,
+                 config: str | None = None):
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
         self.catalog = Catalog(self.data_dir)
         self._pending_notices: list[str] = []
         self.secrets = open_secret_store(self.data_dir, self.catalog.install_id, self._pending_notices.append)
         self.settings: dict[str, str] = {}
+        self.spark_settings = spark_settings(self.data_dir, config, spark_master)
         self.planner = Planner(self.catalog, self.setting)
         self.tables = TableStore(self.data_dir)
-        self.executor = Executor(self.catalog, self.secrets, self.tables, self.settings)
+        self.executor = Executor(self.catalog, self.secrets, self.tables, self.settings, self.spark)
+        self.scheduler = None
+
+    def spark(self):
+        """The process's SparkSession, started with this session's settings on first use."""
+        from .engine.spark import get_spark
+
+        return get_spark(self.spark_settings.master, self.spark_settings.conf)
+
+    def start_runtime(self):
+        """Runs this data directory's sinks in this process, until `stop_runtime`. Raises AlreadyScheduled (with the
+        other process's pid) when another process runs them."""
+        from .engine.scheduler import Scheduler
+
+        if self.scheduler is None:
+            self.scheduler = Scheduler(self.data_dir, self.executor.secret_value, self.spark)
+            self.scheduler.start()
+        return self.scheduler
+
+    def stop_runtime(self, reason: str = "the icesink session that ran it ended") -> None:
+        if self.scheduler is not None:
+            self.scheduler.stop(reason)
+            self.scheduler = None
 
     def setting(self, name: str) -> str:
         return self.settings.get(name) or self.catalog.setting(name) or SETTINGS[name]
@@ -154,6 +183,7 @@ class Session:
         return self.catalog.names()
 
     def close(self) -> None:
+        self.stop_runtime()
         self.tables.close()
         self.catalog.close()
 
@@ -164,5 +194,6 @@ class Session:
         self.close()
 
 
-def connect(data_dir: Path | str | None = None) -> Session:
-    return Session(data_dir)
+def connect(data_dir: Path | str | None = None, *, spark_master: str | None = None,
+            config: str | None = None) -> Session:
+    return Session(data_dir, spark_master=spark_master, config=config)

@@ -61,3 +61,20 @@ def test_quickstart_runs_and_fills_the_iceberg_tables(data_dir):
     header = lines.index(["bids_in_iceberg", "newest_bid"])
     counts = [int(line[0]) for line in lines[header:] if len(line) == 2 and line[0].isdigit()]
     assert counts[-1] > 0 and counts == sorted(counts)  # the table fills as the generator ticks
+
+
+def test_spark_settings_apply_to_an_early_select_from_iceberg(tmp_path, data_dir):
+    """Spark starts once per process: whatever starts it first (here a SELECT … FROM ICEBERG before any sink runs)
+    must start it with the settings of the command line or of icesink.toml."""
+    sql = ("CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');"
+           "SELECT count(*) FROM ICEBERG lake.shop.missing")
+    done = subprocess.run(ICESINK + ["--data-dir", str(data_dir), "--no-run", "--spark-master", "local[1]", "-c", sql],
+                          capture_output=True, text=True, env=cli_env(ICESINK_LOG="INFO"), timeout=180)
+    assert "Iceberg table shop.missing does not exist in catalog 'lake'" in done.stderr
+    assert "Spark started: master local[1]" in done.stderr, done.stderr[-2000:]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "icesink.toml").write_text('[spark]\nmaster = "local[2]"\n')
+    done = subprocess.run(ICESINK + ["--data-dir", str(other), "-c", sql], capture_output=True, text=True,
+                          env=cli_env(ICESINK_LOG="INFO"), timeout=180)
+    assert "Spark started: master local[2]" in done.stderr, done.stderr[-2000:]

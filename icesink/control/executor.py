@@ -29,11 +29,11 @@ class Result:
 
 
 class Executor:
-    def __init__(self, catalog: Catalog, secrets, tables: TableStore, session_settings: dict[str, str]):
+    def __init__(self, catalog: Catalog, secrets, tables: TableStore, session_settings: dict[str, str], spark):
         self.catalog = catalog
         self.secrets = secrets
         self.tables = tables
-        self.spark_factory = None  # set by a process that configured Spark; else the default session
+        self.spark = spark  # the session's SparkSession, started with its settings on first use
         self.session_settings = session_settings
 
     def secret_value(self, secret_id: str) -> str:
@@ -139,9 +139,8 @@ class Executor:
 
     def _IcebergQueryPlan(self, plan: IcebergQueryPlan) -> Result:
         from ..engine.iceberg_read import scan_frame, table_schema
-        from ..engine.spark import get_spark
 
-        spark = self.spark_factory() if self.spark_factory else get_spark()
+        spark = self.spark()
         for view, (connection, namespace, name) in plan.views.items():
             connector = connector_for(connection, self.secret_value, self.catalog.data_dir)
             try:

@@ -1,13 +1,16 @@
 """The one SparkSession of a process. Starting Spark takes seconds: it starts on first use, once."""
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
 from pathlib import Path
 
+log = logging.getLogger("icesink.spark")
 _lock = threading.Lock()
 _session = None
+_settings = None  # (master, conf) the session was started with
 
 DEFAULT_CONF = {
     "spark.sql.session.timeZone": "UTC",
@@ -24,10 +27,15 @@ DEFAULT_CONF = {
 
 
 def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
-    """The process's SparkSession, created with `master` and `conf` the first time."""
-    global _session
+    """The process's SparkSession, created with `master` and `conf` the first time; asked later for other settings,
+    it says so in the log (one process has one SparkSession)."""
+    global _session, _settings
     with _lock:
+        if _session is not None and (master, conf) != _settings and master is not None:
+            log.warning("Spark already runs in this process with master %s; %s applies to the next process",
+                        _settings[0] or "local[*]", master)
         if _session is None:
+            _settings = (master, conf)
             # Workers must run this interpreter, or they miss the packages icesink needs.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -47,4 +55,5 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
 
             _session.dataSource.register(EngineTableSource)
             _session.dataSource.register(GeneratorSource)
+            log.info("Spark started: master %s", master or "local[*]")
         return _session

@@ -8,7 +8,6 @@ import signal
 import sys
 import threading
 
-from ..config import spark_settings
 from ..errors import IcesinkError
 from ..session import Session
 from .render import make_console, render_error
@@ -48,27 +47,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _scheduler(session: Session, args):
-    """A scheduler for this process; raises AlreadyScheduled when another process runs the sinks."""
-    from ..engine.scheduler import Scheduler
-    from ..engine.spark import get_spark
-
-    settings = spark_settings(session.data_dir, args.config, args.spark_master)
-    return Scheduler(session.data_dir, session.executor.secret_value,
-                     lambda: get_spark(settings.master, settings.conf))
+def _session(args) -> Session:
+    return Session(args.data_dir, spark_master=args.spark_master, config=args.config)
 
 
-def _start_runtime(session: Session, args, error_console):
-    """The in-process scheduler, unless another process already runs this data directory's sinks."""
+def _start_runtime(session: Session, error_console) -> None:
+    """Runs the sinks in this process, unless another process already runs this data directory's."""
     from ..engine.scheduler import AlreadyScheduled
 
     try:
-        scheduler = _scheduler(session, args)
+        session.start_runtime()
     except AlreadyScheduled as exc:
         error_console.print(f"NOTICE: {exc}; this session only edits the catalog", markup=False)
-        return None
-    scheduler.start()
-    return scheduler
 
 
 def serve(args, error_console) -> int:
@@ -77,18 +67,17 @@ def serve(args, error_console) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    with Session(args.data_dir) as session:
+    with _session(args) as session:
         try:
-            scheduler = _scheduler(session, args)
+            session.start_runtime()
         except AlreadyScheduled as exc:
             error_console.print(f"icesink serve: {exc}; not starting a second one", markup=False)
             return 1
-        scheduler.start()
         error_console.print(f"icesink: running the sinks of {session.data_dir}", markup=False)
         stop.wait()
         error_console.print("icesink: stopping (in-flight batches finish or are abandoned unwritten)",
                             markup=False)
-        scheduler.stop("icesink serve stopped")
+        session.stop_runtime("icesink serve stopped")
     return 0
 
 
@@ -107,13 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.file or args.command) and sys.stdin is None:
             raise SourceError("standard input is closed: give SQL with -f FILE or -c SQL, or run icesink in a "
                               "terminal")
-        with Session(args.data_dir) as session:
-            runtime = None if args.no_run else _start_runtime(session, args, error_console)
-            try:
-                return _run(session, args, make_console(), error_console)
-            finally:
-                if runtime is not None:
-                    runtime.stop("the icesink session that ran it ended")
+        with _session(args) as session:
+            if not args.no_run:
+                _start_runtime(session, error_console)
+            return _run(session, args, make_console(), error_console)
     except IcesinkError as error:  # a data directory or file that cannot be used: one line, no traceback
         render_error(error_console, error)
         return 1
