@@ -33,7 +33,7 @@ EXAMPLES = [
                                                                 (("one",),))),
     ("sink", "iceberg", d.SinkDescriptor("u4", "u3", "shop.eu", "orders", "upsert", 10_000, ("id",), True, True,
                                          (d.PartitionField("bucket", "id", 4), d.PartitionField("day", "at")),
-                                         COLUMNS, "u2", 7)),
+                                         COLUMNS, "u2")),
 ]
 
 

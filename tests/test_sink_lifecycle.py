@@ -1,5 +1,5 @@
 """Sink lifecycle: live ALTER, DROP, stalls that heal, fencing of a zombie, incompatible tables."""
-import dataclasses
+import json
 import os
 import time
 
@@ -37,6 +37,9 @@ def test_alter_commit_interval_live_and_drop(session, scheduler):
           MODE APPEND WITH (COMMIT INTERVAL '1s');""")
     wait_for(lambda: committed_offset(session, "counter_log") > 0, what="a first commit")
     session.execute("ALTER SINK counter_log SET (COMMIT INTERVAL = '2s')")
+    # the restart is a new incarnation, with a higher version that fences the one before it
+    versions = "SELECT h.details FROM mz_internal.mz_sink_status_history h WHERE h.status = 'running'"
+    wait_for(lambda: [json.loads(d)["version"] for (d,) in rows(session, versions)] == [1, 2], what="the restart")
     wait_for(lambda: committed_offset(session, "counter_log") >> 20 == 80, what="every tick")
     counters = duckdb_rows(iceberg_table(session, "counter_log").metadata_location, "counter", "1")
     assert counters == [(n,) for n in range(1, 81)]
@@ -72,8 +75,7 @@ def test_a_zombie_is_fenced_and_the_table_stays_intact(session, scheduler, spark
     session.execute(ORDERS + "INSERT INTO orders VALUES (1, 'a')")
     wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
     sink = session.catalog.get("orders_lake")
-    newer = SinkRunner(session.catalog, dataclasses.replace(sink, descriptor=dataclasses.replace(sink.descriptor, version=2)),
-                       spark, session.executor.secret_value)
+    newer = SinkRunner(session.catalog, sink, spark, session.executor.secret_value)  # a new incarnation: version 2
     newer.start()
     try:
         for i in range(2, 6):
@@ -96,8 +98,7 @@ def test_a_zombie_fenced_in_its_own_batch_fails_once_and_is_not_started_again(se
     session.execute(ORDERS + "INSERT INTO orders VALUES (1, 'a')")
     wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
     sink = session.catalog.get("orders_lake")
-    newer = SinkRunner(session.catalog, dataclasses.replace(sink, descriptor=dataclasses.replace(sink.descriptor, version=2)),
-                       spark, session.executor.secret_value)
+    newer = SinkRunner(session.catalog, sink, spark, session.executor.secret_value)  # a new incarnation: version 2
     newer.start()
     try:
         version = lambda: iceberg_table(session, "orders_lake").current_snapshot().summary.additional_properties.get(
@@ -165,3 +166,51 @@ def test_serve_stopped_by_sigterm_leaves_its_sinks_paused_and_a_new_one_resumes_
         assert second.wait(timeout=120) == 0
     history = [s for s, _ in statuses(session, "orders_lake")]
     assert history == ["starting", "running", "paused", "starting", "running", "paused"]
+
+
+TAKE_OVER = """
+import sys, time
+import icesink
+from icesink.engine.sink.runner import SinkRunner
+session = icesink.connect(sys.argv[1], spark_master="local[1]")
+runner = SinkRunner(session.catalog, session.catalog.get("orders_lake"), session.spark(), session.executor.secret_value)
+runner.start()
+print("started", runner.committer.version, flush=True)
+sys.stdin.readline()
+runner.stop()
+"""
+
+
+def test_an_incarnation_in_another_process_fences_the_older_one(session):
+    """Each start is a new incarnation with a higher version: a runner in a second process (one that took the sink
+    over while the first still ran, say on another host) fences the first at its next commit."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ICESINK, cli_env
+
+    session.execute(ORDERS + "INSERT INTO orders VALUES (1, 'a')")
+    first = subprocess.Popen(ICESINK + ["serve", "--data-dir", str(session.data_dir)],
+                             env=cli_env(ICESINK_SPARK_MASTER="local[1]"), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        wait_for(caught_up(session, "orders_lake", "orders"), what="the first process to commit")
+        second = subprocess.Popen([sys.executable, "-c", TAKE_OVER, str(session.data_dir)], env=cli_env(),
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            assert second.stdout.readline().split() == ["started", "2"]
+            for i in range(2, 6):
+                session.execute(f"INSERT INTO orders VALUES ({i}, 'n{i}')")
+                time.sleep(0.5)
+            wait_for(lambda: any(s == "failed" for s, _ in statuses(session, "orders_lake")), what="the fencing")
+            wait_for(caught_up(session, "orders_lake", "orders"), what="the second process to catch up")
+        finally:
+            second.communicate("stop\n", timeout=120)
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=120)
+    errors = [e for s, e in statuses(session, "orders_lake") if s == "failed"]
+    assert errors == ["fenced by newer sink version 2 (this process runs version 1); another engine writes this sink"]
+    got = duckdb_rows(iceberg_table(session, "orders_lake").metadata_location, "id, name", "1")
+    assert got == [(1, "a")] + [(i, f"n{i}") for i in range(2, 6)]

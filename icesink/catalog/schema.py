@@ -51,6 +51,10 @@ MIGRATIONS = (
     );
     CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
     """,
+    # 2: each start of a sink is a new incarnation with a higher version, which fences the older ones
+    """
+    CREATE TABLE sink_incarnations (sink_id TEXT PRIMARY KEY, version INTEGER NOT NULL);
+    """,
 )
 
 SCHEMA_ID = "u3"  # Materialize's id for materialize.public

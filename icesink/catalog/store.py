@@ -151,6 +151,7 @@ class Catalog:
             for object_id in ids:
                 db.execute("DELETE FROM dependencies WHERE object_id = ?", (object_id,))
                 db.execute("DELETE FROM statistics WHERE object_id = ?", (object_id,))
+                db.execute("DELETE FROM sink_incarnations WHERE sink_id = ?", (object_id,))
                 db.execute("DELETE FROM objects WHERE id = ?", (object_id,))
 
     def _row(self, row) -> Optional[CatalogObject]:
@@ -210,6 +211,15 @@ class Catalog:
             if assignments:
                 db.execute(f"UPDATE statistics SET {', '.join(assignments)} WHERE object_id = ?",
                            (*increments.values(), *set_columns.values(), object_id))
+
+    def next_incarnation(self, sink_id: str, at_least: int) -> int:
+        """A version for a new incarnation of a sink: above every one given before, and above `at_least` (the
+        newest the sink's table holds, which a catalog restored from an older backup may not know)."""
+        with self.transaction() as db:
+            row = db.execute("INSERT INTO sink_incarnations VALUES (?, ?) ON CONFLICT (sink_id) DO UPDATE SET "
+                             "version = max(version, excluded.version - 1) + 1 RETURNING version",
+                             (sink_id, at_least + 1)).fetchone()
+        return row[0]
 
     def last_status(self, object_id: str) -> Optional[str]:
         row = self.db.execute("SELECT status FROM status_history WHERE object_id = ? ORDER BY rowid DESC LIMIT 1",

@@ -16,6 +16,7 @@ from .binder import KIND_WORDS
 from .copy_from import CopyError, read_rows
 from .plans import (CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan, InsertRowsPlan, NoticePlan, QueryPlan,
                             SetSecretPlan, SetVariablePlan, UpdatePlan, ValidatePlan, WritePlan)
+from ..engine.lifecycle import dropped
 from ..engine.tables import RowRefused, TableStore, is_engine_table
 from ..engine.values import InvalidValue
 
@@ -95,7 +96,7 @@ class Executor:
             self.catalog.delete([o.id for o in plan.objects])
             for obj in plan.objects:
                 if obj.kind in ("sink", "source", "subsource"):
-                    self.catalog.record_status(obj.id, "sink" if obj.kind == "sink" else "source", "dropped")
+                    dropped(self.catalog, obj.id, "sink" if obj.kind == "sink" else "source")
         for obj in plan.objects:
             if obj.kind == "secret":
                 self.secrets.delete(obj.id)

@@ -1,13 +1,26 @@
-"""Why a batch or a start failed, in the words of the exception that caused it: Spark wraps a Python worker's error
-in "An exception was thrown from the Python worker" and a JVM's in call sites and `Caused by:` chains."""
+"""Why a sink stopped, sorted once: errors that need a user's action (the sink becomes `failed` and is not retried)
+derive from NeedsAction; anything else is retried with backoff (the sink is `stalled`). `cause_of` says a failure in
+the words of the exception that caused it: Spark wraps a Python worker's error in "An exception was thrown from the
+Python worker" and a JVM's in call sites and `Caused by:` chains."""
 from __future__ import annotations
 
 import re
+
+from ..errors import NotSupportedYet
 
 MAX_LENGTH = 500
 _PYTHON_TRACEBACK = "Traceback (most recent call last):"
 _WRAPPERS = re.compile(r"^(?:\[[A-Z_]+\] )?(?:Query \[.*?\] terminated with exception: |An error occurred while "
                        r"calling [^\n]*\n: )")
+
+
+class NeedsAction(Exception):
+    """A failure retrying cannot mend: a newer incarnation writes the table, the table does not fit, the input broke
+    its KEY or no longer holds the changes after the sink's progress."""
+
+
+def needs_action(failure: BaseException) -> bool:
+    return isinstance(failure, (NeedsAction, NotSupportedYet))
 
 
 def cause_of(failure) -> str:

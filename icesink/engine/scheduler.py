@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..catalog.store import Catalog
 from .failures import cause_of
+from .lifecycle import SinkLifecycle
 from .sink.runner import SinkFailed, SinkRunner
 
 log = logging.getLogger("icesink.scheduler")
@@ -81,9 +82,7 @@ class Scheduler:
             if slot.runner is not None:
                 slot.runner.stop()
             if not slot.failed:
-                self.catalog.record_status(sink_id, "sink", "paused", details={
-                    "hints": [f"{reason} (pid {os.getpid()}); it resumes from its committed progress when "
-                              "icesink serve, or a shell or script without --no-run, runs again"]})
+                SinkLifecycle(self.catalog, sink_id).paused(reason)
         self._lock_file.truncate(0)
         fcntl.flock(self._lock_file, fcntl.LOCK_UN)
         self._lock_file.close()
@@ -146,9 +145,7 @@ class Scheduler:
         delay = BACKOFF_SECONDS[min(slot.failures, len(BACKOFF_SECONDS) - 1)]
         slot.failures += 1
         slot.retry_at = time.time() + delay
-        message = cause_of(exc)
-        self.catalog.record_status(sink.id, "sink", "stalled", message,
-                                   {"hints": [f"retrying in {delay}s"], "attempt": slot.failures})
+        SinkLifecycle(self.catalog, sink.id).stalled(cause_of(exc), delay, slot.failures)
 
     def _retire(self, sink_id: str) -> None:
         slot = self.slots.pop(sink_id)

@@ -328,7 +328,6 @@ class SinkDescriptor:
     partition_by: tuple[PartitionField, ...] = ()
     columns: Optional[tuple[Column, ...]] = None
     aws_connection_id: Optional[str] = None
-    version: int = 1  # the sink's incarnation: a newer one fences an older one still writing
 
     @property
     def namespace_levels(self) -> tuple[str, ...]:
@@ -343,8 +342,7 @@ class SinkDescriptor:
                 "aws_connection_id": self.aws_connection_id, "namespace": self.namespace, "table": self.table,
                 "mode": self.mode, "key": list(self.key), "key_enforced": self.key_enforced,
                 "key_checked": self.key_checked, "partition_by": [p.to_json() for p in self.partition_by],
-                "commit_interval_ms": self.commit_interval_ms, "columns": _columns_json(self.columns),
-                "sink_version": self.version}
+                "commit_interval_ms": self.commit_interval_ms, "columns": _columns_json(self.columns)}
 
     @classmethod
     def from_json(cls, data: dict) -> "SinkDescriptor":
@@ -352,7 +350,7 @@ class SinkDescriptor:
         return cls(data["input_id"], data["connection_id"], data["namespace"], data["table"], data["mode"],
                    data["commit_interval_ms"], tuple(data.get("key", ())), data.get("key_enforced", True),
                    data.get("key_checked", True), tuple(PartitionField.from_json(p) for p in data.get("partition_by", ())),
-                   _columns(data.get("columns")), data.get("aws_connection_id"), data.get("sink_version", 1))
+                   _columns(data.get("columns")), data.get("aws_connection_id"))
 
 
 @dataclass(frozen=True)

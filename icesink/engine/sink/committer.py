@@ -14,6 +14,7 @@ from typing import Callable, Optional
 from pyiceberg.exceptions import CommitFailedException
 
 from ...model.frontier import Frontier
+from ..failures import NeedsAction
 from ..faults import crash_point
 from ..pyiceberg_internals import commit_files
 from .progress import Progress, latest_progress, summary_properties
@@ -24,11 +25,11 @@ MAX_ATTEMPTS = 5
 KEEP_SNAPSHOTS = 10  # expiry keeps this many newest snapshots, the newest icesink one always among them
 
 
-class Fenced(Exception):
+class Fenced(NeedsAction):
     """A newer version of this sink writes the table: this process must stop (status failed)."""
 
 
-class FrontierConflict(Exception):
+class FrontierConflict(NeedsAction):
     """The table already holds progress past this batch's start: writing would duplicate rows."""
 
 

@@ -7,25 +7,22 @@ import time
 
 from ...catalog.store import Catalog, CatalogObject, now
 from ...catalog_connections import connector_for
-from ...errors import NotSupportedYet
 from ...model.descriptors import SinkDescriptor
 from ...model.frontier import Frontier
-from ..failures import cause_of
+from ..failures import cause_of, needs_action
+from ..lifecycle import SinkLifecycle
 from ..faults import crash_point
-from ..sources import Input, ProgressBehindInput, input_for
-from .committer import Committer, Fenced, FrontierConflict
-from .table import IncompatibleTable, ensure_table
-from .writers import KeyViolation, writer_for
+from ..sources import Input, input_for
+from .committer import Committer, Fenced
+from .progress import latest_progress
+from .table import ensure_table
+from .writers import writer_for
 
 log = logging.getLogger("icesink.sink")
 
 
 class SinkFailed(Exception):
-    pass
-
-
-# need a user's action: status failed
-FATAL = (Fenced, FrontierConflict, IncompatibleTable, KeyViolation, NotSupportedYet, ProgressBehindInput)
+    """The sink could not start for a reason that needs the user's action; its status says which."""
 
 
 class SinkRunner:
@@ -35,38 +32,43 @@ class SinkRunner:
         self.spark = spark
         self.secret = secret
         self.descriptor: SinkDescriptor = sink.descriptor
+        self.lifecycle = SinkLifecycle(catalog, sink.id)  # this incarnation's
         self.query = None
         self.input: Input | None = None
         self.frontier = Frontier()
-        self.failed: Exception | None = None
         self.error: str | None = None  # why the last batch failed, for status `stalled`
         self.stopping = False
         self._batch_done = threading.Event()
         self._batch_done.set()
-        self._failing = threading.Lock()
 
-    # ------------------------------------------------------------ lifecycle
-    def _status(self, status: str, error: str | None = None, details: dict | None = None) -> None:
-        self.catalog.record_status(self.sink.id, "sink", status, error, details)
+    @property
+    def failed(self) -> BaseException | None:
+        return self.lifecycle.failure
 
     def _load_table(self):
         return self.iceberg.load_table(self.descriptor.identifier)
 
     def start(self) -> None:
-        self._status("starting")
+        """Takes the sink over as a new incarnation: its version is above every earlier one's, so an older runner
+        still writing (in this process or another) is fenced by this one's first commit."""
+        self.lifecycle.starting()
         connection = self.catalog.get_by_id(self.descriptor.connection_id)
         self.iceberg = connector_for(connection, self.secret, self.catalog.data_dir).load_catalog()
         try:
-            ensure_table(self.iceberg, self.descriptor)
-            self.committer = Committer(self._load_table, self.sink.id, self.descriptor.version)
+            table = ensure_table(self.iceberg, self.descriptor)
+            written = latest_progress(table, self.sink.id)
+            version = self.catalog.next_incarnation(self.sink.id, written.version if written else 0)
+            self.committer = Committer(self._load_table, self.sink.id, version)
             progress = self.committer.resume_point()
             if progress is not None:
                 self.frontier = progress.frontier
             self.input = input_for(self.catalog, self.catalog.get_by_id(self.descriptor.input_id))
             self.input.check_resume(self.frontier)
             stream = self.input.stream(self.spark, self.frontier)
-        except FATAL as exc:
-            self._fail(exc)
+        except Exception as exc:
+            if not needs_action(exc):
+                raise
+            self.lifecycle.failed(exc)
             raise SinkFailed(str(exc)) from None
         columns = [c.name for c in self.descriptor.columns]
         enforced = self.descriptor.key_enforced and not self.input.upsert_stream
@@ -76,8 +78,8 @@ class SinkRunner:
                       .foreachBatch(self._batch)
                       .trigger(processingTime=f"{self.descriptor.commit_interval_ms} milliseconds")
                       .start())
-        self._status("running", details={"frontier": self.frontier.to_json(),
-                                         "snapshot_id": progress.snapshot_id if progress else None})
+        self.lifecycle.running({"frontier": self.frontier.to_json(), "version": version,
+                                "snapshot_id": progress.snapshot_id if progress else None})
 
     def stop(self, wait_seconds: float = 60) -> None:
         """Lets an in-flight batch finish its commit (or abandons it before it writes), then stops."""
@@ -93,29 +95,21 @@ class SinkRunner:
         try:
             self.committer.resume_point()
         except Fenced as exc:
-            self._fail(exc)
+            self.lifecycle.failed(exc)
             self.stop(wait_seconds=0)
             return True
         return False
-
-    def _fail(self, exc: Exception) -> None:
-        """Records the failure once: a batch and the scheduler's idle check can both find the same fencing."""
-        with self._failing:
-            if self.failed is not None:
-                return
-            self.failed = exc
-        self._status("failed", str(exc))
 
     # ------------------------------------------------------------ one batch
     def _batch(self, changes, batch_id: int) -> None:
         self._batch_done.clear()
         try:
             self._commit_batch(changes)
-        except FATAL as exc:
-            self._fail(exc)
-            raise
         except Exception as exc:
-            self.error = cause_of(exc)  # Spark's own report of it buries the cause
+            if needs_action(exc):
+                self.lifecycle.failed(exc)
+            else:
+                self.error = cause_of(exc)  # Spark's own report of it buries the cause
             raise
         finally:
             self._batch_done.set()
@@ -139,9 +133,8 @@ class SinkRunner:
             self.catalog.add_statistics(self.sink.id, messages_staged=files.rows, messages_committed=files.rows,
                                         snapshots_committed=1, bytes_staged=written, bytes_committed=written,
                                         last_commit_at=now(), **lag)
-        if self.catalog.last_status(self.sink.id) != "running":
-            self._status("running", details={"frontier": outcome.frontier.to_json(),
-                                             "snapshot_id": outcome.snapshot_id})
+        self.lifecycle.running({"frontier": outcome.frontier.to_json(), "version": self.committer.version,
+                                "snapshot_id": outcome.snapshot_id})
         if not outcome.already_committed:
             self.committer.expire_snapshots(outcome.snapshot_id)
 

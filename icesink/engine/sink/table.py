@@ -14,6 +14,7 @@ from ...model.descriptors import PartitionField as SinkPartition
 from ...model.descriptors import SinkDescriptor
 from ...model.types import Column
 from ..columns import iceberg_type
+from ..failures import NeedsAction
 
 APPEND_COLUMNS = (Column("_mz_diff", "integer"), Column("_mz_timestamp", "bigint"))
 
@@ -30,7 +31,7 @@ TABLE_PROPERTIES = {
 NO_LIBRARY_RETRIES = {"commit.retry.num-retries": "0"}
 
 
-class IncompatibleTable(Exception):
+class IncompatibleTable(NeedsAction):
     """The existing Iceberg table cannot take the sink's rows; the message says what differs."""
 
 

@@ -6,9 +6,10 @@ from pyspark.sql import DataFrame
 
 from ...catalog.store import Catalog, CatalogObject
 from ...model.frontier import Frontier
+from ..failures import NeedsAction
 
 
-class ProgressBehindInput(Exception):
+class ProgressBehindInput(NeedsAction):
     """The sink's progress is older than what its input still holds: the changes after it are gone."""
 
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
+from ...failures import NeedsAction
 from ...pyiceberg_internals import write_data_files
 from ...sources.engine_table import OFFSET, TS
 
@@ -20,7 +21,7 @@ RESULT_SCHEMA = pa.schema([("kind", pa.string()), ("payload", pa.binary())])  # 
 DEFAULT_TARGET_FILE_BYTES = 8 << 20  # in memory, as pyiceberg measures it; small files keep rewrites small
 
 
-class KeyViolation(Exception):
+class KeyViolation(NeedsAction):
     """An enforced KEY is not unique in the input: the sink cannot tell which row is the key's."""
 
 
