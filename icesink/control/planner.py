@@ -1,4 +1,4 @@
-"""Binds parsed statements to catalog objects, enforces dialect.md's rules, and produces plans."""
+"""Binds parsed statements to catalog objects, enforces the dialect's rules (README: The dialect), and produces plans."""
 from __future__ import annotations
 
 from ..catalog.store import Catalog

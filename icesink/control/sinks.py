@@ -1,4 +1,4 @@
-"""Planning of CREATE SINK and ALTER SINK: the Iceberg sink rules of dialect.md."""
+"""Planning of CREATE SINK and ALTER SINK: the Iceberg sink rules (README: Sink rules)."""
 from __future__ import annotations
 
 import dataclasses

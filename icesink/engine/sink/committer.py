@@ -1,4 +1,4 @@
-"""One batch, one snapshot: the commit protocol of commit-protocol.md.
+"""One batch, one snapshot: the commit protocol of docs/commit-protocol.md.
 
 Data files are written before the commit (orphans if it fails). The commit itself re-reads the table,
 recognises a batch that already landed, refuses to write behind a newer sink version or over a range

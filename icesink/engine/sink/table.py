@@ -27,7 +27,7 @@ TABLE_PROPERTIES = {
     "commit.manifest.min-count-to-merge": "20",
 }
 # pyiceberg rebases and replays a commit that lost a race unless told not to; a replay could write a batch
-# on top of progress it never checked (commit-protocol.md, step 5), so the committer retries itself.
+# on top of progress it never checked (docs/commit-protocol.md, step 5), so the committer retries itself.
 NO_LIBRARY_RETRIES = {"commit.retry.num-retries": "0"}
 
 
