@@ -1,16 +1,17 @@
 """Planning of SELECT over the system catalog, SHOW, and the statements that need the runtime."""
 from __future__ import annotations
 
-import sqlglot
+from typing import Callable
+
 from sqlglot import exp
-from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from ..catalog.schema import SCHEMA_OF_VIEW, VIEWS
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast
 from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
 from ..engine.tables import is_engine_table, storage_name
-from ..grammar.lexical import backslash_literal, lex, rewrite_for_engine
+from ..grammar import render
+from ..grammar.render import identifier
 from .plans import IcebergQueryPlan, QueryPlan
 from .query import table_refs, walk
 
@@ -68,28 +69,33 @@ def _postgres_arithmetic(tree: exp.Expression) -> exp.Expression:
     return tree.transform(replace)
 
 
-def sqlite_tree(text: str, storage: dict[str, str] | None = None) -> exp.Expression:
-    """Postgres-flavoured SQL as SQLite runs it: system views lose their schema, engine tables are renamed
-    to their storage, arithmetic follows Postgres."""
-    try:
-        tree = normalize_identifiers(sqlglot.parse_one(rewrite_for_engine(text), read="postgres"), dialect="postgres")
-    except sqlglot.errors.ParseError as exc:
-        why = exc.errors[0]["description"] if exc.errors else "SQLite, which runs it, cannot read it"
-        raise PlanError(f"this statement cannot run here: {why}") from None
-    storage = storage or {}
-    for table in tree.find_all(exp.Table):
-        original, renamed = table.name, storage.get(table.name)
-        table.set("db", None)
-        table.set("catalog", None)
-        if renamed:
-            table.set("this", exp.to_identifier(renamed))
-            if not table.alias and table.find_ancestor(exp.Select):  # keeps `orders.id` meaning what it did
-                table.set("alias", exp.TableAlias(this=exp.to_identifier(original)))
-    return _postgres_arithmetic(tree)
+def sqlite_sql(tree: exp.Expression) -> str:
+    """A statement's tree as SQLite runs it: columns lose schema qualifiers (system views live in one schema here),
+    arithmetic follows Postgres."""
+    for column in tree.find_all(exp.Column):
+        column.set("db", None)
+        column.set("catalog", None)
+    return _postgres_arithmetic(tree).sql(dialect="sqlite")
 
 
-def _plan_iceberg_query(binder: Binder, refs: list[ast.TableRef], text: str) -> IcebergQueryPlan:
-    views, edits = {}, []
+def sqlite_tables(binder: Binder, refs: list[ast.TableRef]) -> tuple[Callable, bool]:
+    """How each relation of a query is named in SQLite (system views by their name, engine tables by their
+    storage, aliased as written so that `orders.id` keeps its meaning), and whether they are engine tables."""
+    storage = {ref.name.name: engine_table_storage(binder, ref) for ref in refs}
+    tables = {name for name, stored in storage.items() if stored}
+    if tables and len(tables) != len(storage):
+        raise NotSupportedYet("a query that joins engine tables with system views is not supported yet")
+
+    def name_table(ref: ast.TableRef) -> exp.Table:
+        stored = storage[ref.name.name]
+        if stored is None:
+            return exp.Table(this=identifier(ref.name.parts[-1]))
+        return exp.Table(this=exp.to_identifier(stored), alias=exp.TableAlias(this=identifier(ref.name.parts[-1])))
+    return name_table, bool(tables)
+
+
+def _plan_iceberg_query(binder: Binder, stmt: ast.Select, refs: list[ast.TableRef]) -> IcebergQueryPlan:
+    views, names = {}, {}
     for index, ref in enumerate(refs):
         if not ref.iceberg:
             raise NotSupportedYet("a query that joins ICEBERG tables with other relations is not supported yet",
@@ -97,25 +103,21 @@ def _plan_iceberg_query(binder: Binder, refs: list[ast.TableRef], text: str) -> 
         if len(ref.name.parts) < 3:
             raise PlanError(f"name the Iceberg table as connection.namespace.table, not {ref.name}", ref.name.pos)
         connection = binder.connection(ast.ObjectName(ref.name.parts[:1]), "iceberg-catalog")
-        keyword = [x for x in lex(text[:ref.name.pos]) if x.kind == "word"][-1]
-        view = f"iceberg_{index}"
+        names[id(ref)] = view = f"iceberg_{index}"
         views[view] = (connection, tuple(p.value for p in ref.name.parts[1:-1]), ref.name.name)
-        alias = "" if ref.alias else f" AS {ref.name.name}"
-        edits.append((keyword.start, ref.name.end, view + alias))
-    for start, end, replacement in sorted(edits, reverse=True):
-        text = text[:start] + replacement + text[end:]
-    return IcebergQueryPlan(rewrite_for_engine(text, backslash_literal), views)
+
+    def name_table(ref: ast.TableRef) -> exp.Table:
+        return exp.Table(this=exp.to_identifier(names[id(ref)]),
+                         alias=exp.TableAlias(this=identifier(ref.name.parts[-1])))
+    return IcebergQueryPlan(render.query(stmt.query, name_table).sql(dialect="spark"), views)
 
 
 def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | IcebergQueryPlan:
     refs = table_refs(stmt.query)
     if any(ref.iceberg for ref in refs):
-        return _plan_iceberg_query(binder, refs, text)
-    storage = {ref.name.name: engine_table_storage(binder, ref) for ref in refs}
-    tables = {name: s for name, s in storage.items() if s}
-    if tables and len(tables) != len(storage):
-        raise NotSupportedYet("a query that joins engine tables with system views is not supported yet")
-    return QueryPlan(sqlite_tree(text, tables).sql(dialect="sqlite"), target="tables" if tables else "catalog",
+        return _plan_iceberg_query(binder, stmt, refs)
+    name_table, engine_tables = sqlite_tables(binder, refs)
+    return QueryPlan(sqlite_sql(render.query(stmt.query, name_table)), target="tables" if engine_tables else "catalog",
                      column_positions=column_positions(stmt))
 
 

@@ -15,7 +15,9 @@ from ..engine.tables import quote, storage_name
 from .binder import Binder
 from .copy_from import FORMATS, CopyOptions
 from .plans import CopyPlan, InsertRowsPlan, WritePlan
-from .queries import column_positions, engine_table_storage, sqlite_tree
+from ..grammar import render
+from ..grammar.render import identifier
+from .queries import column_positions, engine_table_storage, sqlite_sql, sqlite_tables
 from .query import table_refs
 
 INPUT_FUNCTION = "icesink_in"
@@ -55,18 +57,23 @@ def _converted(column: Column, value: exp.Expression) -> exp.Expression:
         exp.Literal.string(column.type), exp.Literal.string(column.name), value])
 
 
-def _insert_sql(tree: exp.Insert, table_storage: str, targets: list[Column]) -> str:
+def _target(stmt, storage: str) -> exp.Table:
+    """The table a write changes, aliased as the statement names it so its columns keep their meaning."""
+    alias = stmt.alias if getattr(stmt, "alias", None) is not None else stmt.table.parts[-1]
+    return exp.Table(this=exp.to_identifier(storage), alias=exp.TableAlias(this=identifier(alias)))
+
+
+def _insert_sql(stmt: ast.Insert, storage: str, targets: list[Column], name_table) -> str:
     """INSERT whose every value goes through its column's input function."""
     names = ", ".join(quote(c.name) for c in targets)
-    source = tree.expression
-    if isinstance(source, exp.Values):
-        for row in source.expressions:
-            row.set("expressions", [_converted(c, v) for c, v in zip(targets, row.expressions)])
-        return f"INSERT INTO {quote(table_storage)} ({names}) {source.sql(dialect='sqlite')}"
+    if stmt.query is None:
+        rows = exp.Values(expressions=[exp.Tuple(expressions=[_converted(c, render.expression(v))
+                                                             for c, v in zip(targets, row)]) for row in stmt.rows])
+        return f"INSERT INTO {quote(storage)} ({names}) {sqlite_sql(rows)}"
     staged = [f"c{i}" for i in range(len(targets))]
     converted = ", ".join(_converted(c, exp.column(s)).sql(dialect="sqlite") for c, s in zip(targets, staged))
-    return (f"WITH {_STAGED}({', '.join(staged)}) AS ({source.sql(dialect='sqlite')}) "
-            f"INSERT INTO {quote(table_storage)} ({names}) SELECT {converted} FROM {_STAGED}")
+    return (f"WITH {_STAGED}({', '.join(staged)}) AS ({sqlite_sql(render.query(stmt.query, name_table))}) "
+            f"INSERT INTO {quote(storage)} ({names}) SELECT {converted} FROM {_STAGED}")
 
 
 def _positions(stmt) -> dict[str, int]:
@@ -156,20 +163,25 @@ def plan_write(binder: Binder, stmt, text: str):
         rows = _literal_rows(stmt) if stmt.query is None else None
         if rows is not None:
             return InsertRowsPlan(table, targets, rows)
-    storage = {table.name: storage_name(table.id)}
-    if isinstance(stmt, ast.Insert) and stmt.query is not None:
-        for ref in table_refs(stmt.query):
-            found = engine_table_storage(binder, ref)
-            if found is None:
-                raise NotSupportedYet("INSERT … SELECT from system views is not supported", ref.name.pos)
-            storage[ref.name.name] = found
-    tree = sqlite_tree(text, storage)
-    if isinstance(tree, exp.Insert):
-        sql = _insert_sql(tree, storage_name(table.id), targets)
+    storage = storage_name(table.id)
+    if isinstance(stmt, ast.Insert):
+        name_table = None
+        if stmt.query is not None:
+            refs = table_refs(stmt.query)
+            for ref in refs:
+                if engine_table_storage(binder, ref) is None:
+                    raise NotSupportedYet("INSERT … SELECT from system views is not supported", ref.name.pos)
+            name_table, _ = sqlite_tables(binder, refs)
+        sql = _insert_sql(stmt, storage, targets, name_table)
     else:
-        if isinstance(tree, exp.Update):
-            for assignment in tree.expressions:
-                assignment.set("expression", _converted(columns[assignment.this.name], assignment.expression))
-        sql = tree.sql(dialect="sqlite")
+        where = exp.Where(this=render.expression(stmt.where)) if stmt.where is not None else None
+        if isinstance(stmt, ast.Update):
+            tree = exp.Update(this=_target(stmt, storage), where=where, expressions=[
+                exp.EQ(this=exp.column(identifier(name)), expression=_converted(columns[name.value],
+                                                                                render.expression(value)))
+                for name, value in stmt.assignments])
+        else:
+            tree = exp.Delete(this=_target(stmt, storage), where=where)
+        sql = sqlite_sql(tree)
     return WritePlan(table, sql, verb, _positions(stmt))
 

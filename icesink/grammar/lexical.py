@@ -112,29 +112,6 @@ def string_value(literal: str, pos: int = 0) -> str:
     return value
 
 
-def standard_literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def backslash_literal(value: str) -> str:
-    """A literal for engines that read backslash escapes in '…' (Spark SQL)."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def rewrite_for_engine(text: str, literal=standard_literal) -> str:
-    """A statement that parsed, as another SQL engine (SQLite through sqlglot, Spark) reads it alike: every string
-    literal in that engine's form and white space it may not know as plain spaces."""
-    out = []
-    for match in _MASTER.finditer(text):
-        kind, token = match.lastgroup, match.group()
-        if kind == "string":
-            token = literal(string_value(token))
-        elif kind == "skip":
-            token = "\n" if "\n" in token and not token.startswith("/*") else " "
-        out.append(token)
-    return "".join(out)
-
-
 # ---------------------------------------------------------------- statements
 class StatementText(NamedTuple):
     start: int  # offset of the first character in the input

@@ -1,0 +1,253 @@
+"""The AST rendered for each engine that runs it, from the one tree the grammar built: queries and expressions become
+sqlglot's expression tree (one tree, one generator per dialect: SQLite for system views and engine tables, Spark for
+Iceberg tables, Postgres for the text icesink keeps and shows); statements that create objects become the dialect's
+own text (`statement_sql`), which is what the catalog stores and what renames and ALTERs regenerate."""
+from __future__ import annotations
+
+import re
+from typing import Callable, Optional
+
+from sqlglot import exp
+from sqlglot.dialects.dialect import rename_func
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.errors import ParseError
+from sqlglot.expressions import apply_index_offset
+
+from ..errors import PlanError
+from . import ast
+
+# How tightly each operator binds (higher: tighter), to parenthesise only where the tree needs it.
+_BINARY = {
+    "OR": (1, exp.Or), "AND": (2, exp.And),
+    "=": (4, exp.EQ), "<>": (4, exp.NEQ), "!=": (4, exp.NEQ), "<": (4, exp.LT), "<=": (4, exp.LTE),
+    ">": (4, exp.GT), ">=": (4, exp.GTE),
+    "||": (6, exp.DPipe), "+": (7, exp.Add), "-": (7, exp.Sub), "*": (8, exp.Mul), "/": (8, exp.Div),
+    "%": (8, exp.Mod),
+}
+_NOT, _PREDICATE, _JSON, _UNARY, _ATOM = 3, 5, 6, 9, 11
+
+
+class Stored(Postgres):
+    """The dialect of the text icesink keeps and shows: Postgres, with the functions Postgres writes in special forms
+    (SUBSTRING(a FROM 1 FOR 2), POSITION(b IN a)) written as plain calls, which the grammar reads back."""
+
+    class Generator(Postgres.Generator):
+        TRANSFORMS = {**Postgres.Generator.TRANSFORMS,
+                      exp.Substring: rename_func("SUBSTRING"),
+                      exp.StrPosition: lambda self, e: self.func("STRPOS", e.this, e.args.get("substr")),
+                      exp.Extract: rename_func("EXTRACT")}
+
+
+def stored_sql(tree: exp.Expression) -> str:
+    """A tree as the text icesink keeps and shows (SHOW CREATE, a view's definition)."""
+    return tree.sql(dialect=Stored)
+_SET_OPERATIONS = {"UNION": exp.Union, "EXCEPT": exp.Except, "INTERSECT": exp.Intersect}
+
+
+def identifier(name: ast.Name) -> exp.Identifier:
+    return exp.to_identifier(name.value, quoted=name.quoted or not re.fullmatch(r"[a-z_][a-z0-9_$]*", name.value))
+
+
+def _precedence(node) -> int:
+    if isinstance(node, ast.BinaryOp):
+        return _BINARY[node.op][0] if node.op in _BINARY else _JSON
+    if isinstance(node, ast.UnaryOp):
+        return _NOT if node.op == "NOT" else _UNARY
+    if isinstance(node, ast.Predicate):
+        return _NOT if node.negated and node.kind == "exists" else _PREDICATE
+    return _ATOM
+
+
+def _operand(node, parent: int, right: bool = False) -> exp.Expression:
+    """`node` converted, in parentheses where it binds less tightly than its parent (or as tightly, on the right of a
+    left-associative operator)."""
+    converted = expression(node)
+    child = _precedence(node)
+    return exp.Paren(this=converted) if child < parent or (right and child == parent) else converted
+
+
+def _function(call: ast.FunctionCall) -> exp.Expression:
+    name = call.name.value
+    if name == "[]":  # a subscript: Postgres counts from 1, sqlglot's tree from 0
+        base = expression(call.args[0])
+        return exp.Bracket(this=base, expressions=apply_index_offset(base, [expression(call.args[1])], -1, "postgres"))
+    args = [exp.Star()] if call.star else [expression(a) for a in call.args]
+    if call.distinct:
+        args = [exp.Distinct(expressions=args)]
+    try:
+        node = exp.func(name, *args, dialect="postgres")
+    except (ValueError, TypeError):
+        node = exp.Anonymous(this=name, expressions=args)
+    if call.filter is not None:
+        node = exp.Filter(this=node, expression=exp.Where(this=expression(call.filter)))
+    return node
+
+
+def _json_path(key) -> exp.Expression:
+    if isinstance(key, ast.Literal) and key.type in ("text", "numeric"):
+        part = exp.JSONPathKey(this=key.value) if key.type == "text" else exp.JSONPathSubscript(this=int(key.value))
+        return exp.JSONPath(expressions=[exp.JSONPathRoot(), part])
+    return expression(key)
+
+
+def _binary(node: ast.BinaryOp) -> exp.Expression:
+    if node.op in ("->", "->>"):
+        cls = exp.JSONExtract if node.op == "->" else exp.JSONExtractScalar
+        return cls(this=_operand(node.left, _JSON), expression=_json_path(node.right), only_json_types=True)
+    precedence, cls = _BINARY[node.op]
+    return cls(this=_operand(node.left, precedence), expression=_operand(node.right, precedence, right=True))
+
+
+def _predicate(node: ast.Predicate) -> exp.Expression:
+    ops = node.operands
+    if node.kind == "exists":
+        built = exp.Exists(this=query(ops[0].query))
+    elif node.kind == "is_null":
+        built = exp.Is(this=_operand(ops[0], _PREDICATE), expression=exp.Null())
+    elif node.kind == "is_distinct":
+        cls = exp.NullSafeEQ if node.negated else exp.NullSafeNEQ
+        return cls(this=_operand(ops[0], _PREDICATE), expression=_operand(ops[1], _PREDICATE, True))
+    elif node.kind in ("like", "ilike"):
+        cls = exp.Like if node.kind == "like" else exp.ILike
+        built = cls(this=_operand(ops[0], _PREDICATE), expression=_operand(ops[1], _PREDICATE, True))
+    elif node.kind == "in":
+        if len(ops) == 2 and isinstance(ops[1], ast.Subquery):
+            built = exp.In(this=_operand(ops[0], _PREDICATE), query=exp.Subquery(this=query(ops[1].query)))
+        else:
+            built = exp.In(this=_operand(ops[0], _PREDICATE), expressions=[expression(o) for o in ops[1:]])
+    elif node.kind == "between":
+        built = exp.Between(this=_operand(ops[0], _PREDICATE), low=_operand(ops[1], _PREDICATE),
+                            high=_operand(ops[2], _PREDICATE))
+    else:
+        raise ValueError(f"predicate {node.kind}")
+    return exp.Not(this=built) if node.negated else built
+
+
+def data_type(node: ast.DataType) -> exp.DataType:
+    try:
+        return exp.DataType.build(str(node), dialect="postgres")
+    except (ParseError, ValueError):
+        raise PlanError(f'type "{node}" does not exist', node.pos) from None
+
+
+def expression(node) -> exp.Expression:
+    """An AST expression as sqlglot's tree."""
+    if isinstance(node, ast.Literal):
+        if node.type == "numeric":
+            return exp.Literal.number(node.value)
+        if node.type == "boolean":
+            return exp.Boolean(this=node.value)
+        if node.type == "null":
+            return exp.Null()
+        if node.type == "interval":
+            return exp.Interval(this=exp.Literal.string(node.value))
+        return exp.Literal.string(node.value)
+    if isinstance(node, ast.ColumnRef):
+        parts = [identifier(p) for p in node.parts]
+        keys = ("this", "table", "db", "catalog")
+        return exp.Column(**dict(zip(keys, reversed(parts))))
+    if isinstance(node, ast.FunctionCall):
+        return _function(node)
+    if isinstance(node, ast.BinaryOp):
+        return _binary(node)
+    if isinstance(node, ast.UnaryOp):
+        if node.op == "NOT":
+            return exp.Not(this=_operand(node.operand, _NOT))
+        inner = _operand(node.operand, _UNARY)
+        return exp.Neg(this=inner) if node.op == "-" else inner
+    if isinstance(node, ast.Predicate):
+        return _predicate(node)
+    if isinstance(node, ast.Cast):
+        return exp.Cast(this=_operand(node.expr, _ATOM), to=data_type(node.type))
+    if isinstance(node, ast.Case):
+        return exp.Case(this=expression(node.operand) if node.operand is not None else None,
+                        ifs=[exp.If(this=expression(w), true=expression(t)) for w, t in node.whens],
+                        default=expression(node.default) if node.default is not None else None)
+    if isinstance(node, ast.Subquery):
+        return exp.Subquery(this=query(node.query))
+    if isinstance(node, ast.RowConstructor):
+        return exp.Tuple(expressions=[expression(i) for i in node.items])
+    raise ValueError(f"cannot render {type(node).__name__}")
+
+
+# ---------------------------------------------------------------- queries
+TableNamer = Callable[[ast.TableRef], exp.Expression]
+
+
+def table(ref: ast.TableRef) -> exp.Table:
+    """A relation by name: its parts (database, schema, name) as they were written."""
+    parts = [identifier(p) for p in ref.name.parts]
+    keys = ("this", "db", "catalog")
+    return exp.Table(**dict(zip(keys, reversed(parts))))
+
+
+def _relation(item, name_table: TableNamer) -> exp.Expression:
+    if isinstance(item, ast.SubqueryRef):
+        return exp.Subquery(this=query(item.query, name_table), alias=exp.TableAlias(this=identifier(item.alias)))
+    node = name_table(item)
+    if item.alias is not None:
+        node.set("alias", exp.TableAlias(this=identifier(item.alias)))
+    return node
+
+
+def _join(join: ast.Join, name_table: TableNamer) -> exp.Join:
+    node = exp.Join(this=_relation(join.right, name_table))
+    if join.kind in ("LEFT", "RIGHT", "FULL"):
+        node.set("side", join.kind)
+    elif join.kind == "CROSS":
+        node.set("kind", "CROSS")
+    if join.on is not None:
+        node.set("on", expression(join.on))
+    if join.using:
+        node.set("using", [identifier(n) for n in join.using])
+    return node
+
+
+def _select_item(item: ast.SelectItem) -> exp.Expression:
+    if isinstance(item.expr, ast.Star):
+        star = exp.Star()
+        return exp.Column(this=star, table=identifier(item.expr.qualifier)) if item.expr.qualifier else star
+    node = expression(item.expr)
+    return exp.Alias(this=node, alias=identifier(item.alias)) if item.alias is not None else node
+
+
+def _core(core: ast.SelectCore, name_table: TableNamer) -> exp.Select:
+    select = exp.Select(expressions=[_select_item(i) for i in core.items])
+    if core.distinct:
+        select.set("distinct", exp.Distinct())
+    joins = []
+    for index, item in enumerate(core.from_items):
+        if index == 0:
+            select.set("from_", exp.From(this=_relation(item.first, name_table)))
+        else:  # FROM a, b
+            joins.append(exp.Join(this=_relation(item.first, name_table)))
+        joins.extend(_join(j, name_table) for j in item.joins)
+    if joins:
+        select.set("joins", joins)
+    if core.where is not None:
+        select.set("where", exp.Where(this=expression(core.where)))
+    if core.group_by:
+        select.set("group", exp.Group(expressions=[expression(e) for e in core.group_by]))
+    if core.having is not None:
+        select.set("having", exp.Having(this=expression(core.having)))
+    return select
+
+
+def query(node: ast.Query, name_table: Optional[TableNamer] = None) -> exp.Expression:
+    """A query as sqlglot's tree; `name_table` turns each relation it reads into the table the target engine knows
+    (by default, the name as written)."""
+    name_table = name_table or table
+    tree = _core(node.cores[0], name_table)
+    for operator, core in zip(node.set_operators, node.cores[1:]):
+        words = operator.split()
+        tree = _SET_OPERATIONS[words[0]](this=tree, expression=_core(core, name_table),
+                                         distinct=not (len(words) > 1 and words[1] == "ALL"))
+    if node.order_by:
+        tree.set("order", exp.Order(expressions=[
+            exp.Ordered(this=expression(o.expr), desc=o.descending,
+                        nulls_first=(o.nulls == "first") if o.nulls else o.descending) for o in node.order_by]))
+    if node.limit is not None:
+        tree.set("limit", exp.Limit(expression=exp.Literal.number(node.limit)))
+    if node.offset is not None:
+        tree.set("offset", exp.Offset(expression=exp.Literal.number(node.offset)))
+    return tree
