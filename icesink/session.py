@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import logging
-import sys
 import unicodedata
-from contextlib import contextmanager
 from itertools import takewhile
 from pathlib import Path
 from typing import Iterator, Optional
@@ -19,13 +17,11 @@ from .errors import IcesinkError, ParseError, PlanError, Position
 from .grammar.lexical import StatementText, lex, split_statements
 from .grammar.masking import REDACTED, iter_secret_spans, merged
 from .grammar.parser import parse_statement, statement_kind
+from .recursion import deep_recursion
 
 log = logging.getLogger("icesink")
 
 
-# Deep expressions recurse in sqlglot and the binder. From Python 3.11 on, Python calls take no C stack, so a
-# deeper limit is safe; before it, the limit stays and a RecursionError becomes a clear error.
-RECURSION_LIMIT = 20_000 if sys.version_info >= (3, 11) else 0
 ECHO_WIDTH = 160  # characters of a long line shown around the fault
 
 
@@ -74,18 +70,6 @@ def position_of(source_text: str, stmt: StatementText, offset: Optional[int], in
         shown = ("…" if left else "") + shown[left:left + ECHO_WIDTH] + ("…" if left + ECHO_WIDTH < len(shown) else "")
         caret -= left - (1 if left else 0)
     return Position(source, line, column, index, statement_kind(stmt.text), shown, caret)
-
-
-@contextmanager
-def deep_recursion():
-    previous = sys.getrecursionlimit()
-    if previous < RECURSION_LIMIT:
-        sys.setrecursionlimit(RECURSION_LIMIT)
-    try:
-        yield
-    finally:
-        if previous < RECURSION_LIMIT:
-            sys.setrecursionlimit(previous)
 
 
 def parse_script(sql: str, source: str = "<input>", first_line: int = 1) -> Iterator[tuple[StatementText, object]]:

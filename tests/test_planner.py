@@ -219,11 +219,11 @@ def test_rename_keeps_dependents_working(planned):
     planned.execute("ALTER TABLE orders RENAME TO purchases; ALTER MATERIALIZED VIEW per_customer RENAME TO \"Per Customer\";"
                     "ALTER CONNECTION lake RENAME TO warehouse; ALTER SECRET pw RENAME TO password")
     view_sql = rows(planned, "SHOW CREATE MATERIALIZED VIEW \"Per Customer\"")[0][1]
-    assert view_sql == ("CREATE MATERIALIZED VIEW \"Per Customer\" AS SELECT customer, count(*) AS n, sum(price) AS total "
+    assert view_sql == ("CREATE MATERIALIZED VIEW \"Per Customer\" AS SELECT customer, COUNT(*) AS n, SUM(price) AS total "
                         "FROM purchases GROUP BY customer")
     sink_sql = rows(planned, "SHOW CREATE SINK s")[0][1]
-    assert sink_sql.startswith("CREATE SINK s FROM \"Per Customer\" INTO ICEBERG CATALOG CONNECTION warehouse (")
-    assert "PASSWORD SECRET password" in rows(planned, "SHOW CREATE CONNECTION pg")[0][1]
+    assert sink_sql.startswith("CREATE SINK s FROM \"Per Customer\" INTO ICEBERG CATALOG CONNECTION \"warehouse\" (")  # a keyword: quoted
+    assert 'PASSWORD = SECRET "password"' in rows(planned, "SHOW CREATE CONNECTION pg")[0][1]
     # the renamed objects still plan: their stored SQL parses and binds
     planned.execute("CREATE MATERIALIZED VIEW again AS SELECT * FROM \"Per Customer\"")
     planned.execute("DROP SECRET password CASCADE")
@@ -336,3 +336,13 @@ def test_a_relative_local_warehouse_is_taken_in_the_data_directory(planned, tmp_
     assert result.notices == [f"WAREHOUSE 'wh' is a relative path: it is taken in the data directory, as {expected}"]
     assert planned.catalog.get("w").descriptor.options.warehouse == expected
     assert (planned.data_dir / "wh").is_dir() and not (tmp_path / "wh").exists()
+
+
+def test_rename_a_source_with_subsources(planned):
+    """Each subsource's stored text names its source: it follows the rename and still reads back."""
+    planned.execute("ALTER SOURCE auction RENAME TO bids_feed")
+    assert rows(planned, "SHOW CREATE SOURCE bids")[0][1] == "CREATE SUBSOURCE bids FROM SOURCE bids_feed (REFERENCE = bids)"
+    planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')", input="bids"))
+    planned.execute("DROP SOURCE bids_feed CASCADE")
+    assert [name for name, _ in rows(planned, "SHOW SUBSOURCES")] == ["customers"]
+    assert rows(planned, "SHOW SINKS") == []

@@ -61,7 +61,7 @@ def test_no_value_in_any_file_or_output(data_dir, tmp_path):
         assert session.secrets.get(session.catalog.get("pg_pass").id) == VALUES[3]  # rotated
         assert session.secrets.get(session.catalog.get("oauth").id) == VALUES[2]
     text = out.read_text()
-    assert "pg_pass" in text and "<REDACTED>" in text and "PASSWORD SECRET pg_pass" in text
+    assert "pg_pass" in text and "<REDACTED>" in text and "PASSWORD = SECRET pg_pass" in text
     assert text.count("no secure keyring backend found") == 1
     for value in VALUES:
         assert value not in text

@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from ..catalog.store import CatalogObject
 from ..errors import CatalogError, PlanError
 from ..grammar import ast
-from ..grammar.masking import redact
 from ..grammar.parser import parse_statement
+from ..grammar.render import name_sql, query, statement_sql, stored_sql, subsource_sql
+from ..recursion import deep_recursion
 from .binder import KIND_WORDS, Binder
-from .create import view_query_text
 from .plans import DropPlan, NoticePlan, SetSecretPlan, UpdatePlan
 from .query import walk
 from .sinks import alter_sink_options
@@ -18,45 +17,60 @@ from .sinks import alter_sink_options
 _KINDS_FOR = {"source": ("source", "subsource")}
 
 
-def quote_name(name: str) -> str:
-    return name if re.fullmatch(r"[a-z_][a-z0-9_$]*", name) else '"' + name.replace('"', '""') + '"'
+def _rename(node, old: str, new: str, aliases: frozenset[str]):
+    """`node` with every reference to the object named `old` naming `new` instead: object names, and columns
+    qualified by it (unless a table alias of that name is what they mean)."""
+    if isinstance(node, ast.ObjectName):
+        if node.name != old:
+            return node
+        return ast.ObjectName(node.parts[:-1] + (ast.Name(new, quoted=node.parts[-1].quoted),))
+    if isinstance(node, ast.ColumnRef):
+        if len(node.parts) < 2 or node.qualifier != old or old in aliases:
+            return node
+        parts = list(node.parts)
+        parts[-2] = ast.Name(new, quoted=parts[-2].quoted)
+        return ast.ColumnRef(tuple(parts))
+    if isinstance(node, tuple):
+        renamed = tuple(_rename(item, old, new, aliases) for item in node)
+        return renamed if any(a is not b for a, b in zip(renamed, node)) else node
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        changes = {}
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            renamed = _rename(value, old, new, aliases)
+            if renamed is not value:
+                changes[f.name] = renamed
+        return dataclasses.replace(node, **changes) if changes else node
+    return node
 
 
-def _apply_edits(sql: str, edits: list[tuple[int, int, str]]) -> str:
-    for start, end, replacement in sorted(edits, reverse=True):
-        sql = sql[:start] + replacement + sql[end:]
-    return sql
-
-
-def _reference_spans(statement, old: str) -> list[tuple[int, int]]:
-    """Where `statement` refers to an object named `old` (not where it names itself)."""
-    spans = []
-    own = getattr(statement, "name", None)
-    aliases = {n.alias.value for n in walk(statement) if isinstance(n, ast.TableRef) and n.alias}
-    for node in walk(statement):
-        if isinstance(node, ast.ObjectName) and node is not own and node.name == old:
-            spans.append((node.parts[-1].pos, node.parts[-1].end))
-        elif isinstance(node, ast.ColumnRef) and len(node.parts) > 1 and node.qualifier == old \
-                and old not in aliases:
-            qualifier = node.parts[-2]
-            spans.append((qualifier.pos, qualifier.end))
-    # ObjectName nodes are shared by WordValue/SecretValue/TableRef: count each place once
-    return sorted(set(spans))
-
-
-def _renamed(obj: CatalogObject, old: str, new: str, is_self: bool) -> CatalogObject:
-    statement = parse_statement(obj.create_sql)
-    if is_self:
-        name = statement.name.parts[-1]
-        spans = [(name.pos, name.end)]
-    else:
-        spans = _reference_spans(statement, old)
-    sql = _apply_edits(obj.create_sql, [(s, e, quote_name(new)) for s, e in spans])
+def restated(obj: CatalogObject, statement) -> CatalogObject:
+    """`obj` with its stored text (and a view's query) regenerated from `statement`."""
     descriptor = obj.descriptor
     if obj.kind == "materialized-view":
-        descriptor = dataclasses.replace(descriptor, query_sql=view_query_text(sql, parse_statement(sql)))
-    return dataclasses.replace(obj, name=new if is_self else obj.name, create_sql=sql,
-                               redacted_create_sql=redact(sql), descriptor=descriptor)
+        descriptor = dataclasses.replace(descriptor, query_sql=stored_sql(query(statement.query)))
+    return dataclasses.replace(obj, create_sql=statement_sql(statement),
+                               redacted_create_sql=statement_sql(statement, redacted=True), descriptor=descriptor)
+
+
+def _renamed(binder: Binder, obj: CatalogObject, old: str, new: str, is_self: bool) -> CatalogObject:
+    """`obj` after the object named `old` became `new` (`is_self`: `obj` is that object)."""
+    if obj.kind == "subsource":  # no statement of its own: its text is made from what it comes from
+        name = new if is_self else obj.name
+        source = binder.catalog.get_by_id(obj.descriptor.source_id).name if is_self else new
+        text = subsource_sql(name, source, obj.descriptor.upstream)
+        return dataclasses.replace(obj, name=name, create_sql=text, redacted_create_sql=text)
+    with deep_recursion():
+        statement = parse_statement(obj.create_sql)
+        if is_self:
+            name = statement.name
+            statement = dataclasses.replace(statement, name=ast.ObjectName(
+                name.parts[:-1] + (ast.Name(new, quoted=name.parts[-1].quoted),)))
+        else:
+            own = statement.name
+            aliases = frozenset(n.alias.value for n in walk(statement) if isinstance(n, ast.TableRef) and n.alias)
+            statement = dataclasses.replace(_rename(statement, old, new, aliases), name=own)
+        return dataclasses.replace(restated(obj, statement), name=new if is_self else obj.name)
 
 
 def plan_alter(binder: Binder, stmt: ast.Alter):
@@ -68,9 +82,9 @@ def plan_alter(binder: Binder, stmt: ast.Alter):
     action = stmt.action
     if isinstance(action, ast.RenameTo):
         binder.new_name(action.new_name)
-        changed = [_renamed(obj, obj.name, action.new_name.value, True)]
+        changed = [_renamed(binder, obj, obj.name, action.new_name.value, True)]
         for dependent in binder.catalog.dependents(obj.id):
-            changed.append(_renamed(dependent, obj.name, action.new_name.value, False))
+            changed.append(_renamed(binder, dependent, obj.name, action.new_name.value, False))
         return UpdatePlan(changed, status)
     if isinstance(action, ast.SetSecretValue):
         if obj.kind != "secret":
@@ -79,10 +93,8 @@ def plan_alter(binder: Binder, stmt: ast.Alter):
     if obj.kind != "sink":
         raise PlanError(f"ALTER {stmt.kind.upper()} … SET/RESET is not supported; drop and create the "
                         f"{KIND_WORDS[obj.kind]} again", stmt.action_pos)
-    descriptor, edits = alter_sink_options(obj, action)
-    sql = _apply_edits(obj.create_sql, edits)
-    return UpdatePlan([dataclasses.replace(obj, descriptor=descriptor, create_sql=sql,
-                                           redacted_create_sql=redact(sql))], status)
+    descriptor, statement = alter_sink_options(obj, action)
+    return UpdatePlan([restated(dataclasses.replace(obj, descriptor=descriptor), statement)], status)
 
 
 def plan_drop(binder: Binder, stmt: ast.Drop):
@@ -115,7 +127,7 @@ def _collect(binder: Binder, obj: CatalogObject, cascade: bool, chosen: dict, po
             raise CatalogError(
                 f"cannot drop {KIND_WORDS[obj.kind]} '{obj.name}': {KIND_WORDS[dependent.kind]} "
                 f"'{dependent.name}' depends on it", pos,
-                hint=f"use DROP {KIND_WORDS[obj.kind].upper()} {quote_name(obj.name)} CASCADE to drop the "
+                hint=f"use DROP {KIND_WORDS[obj.kind].upper()} {name_sql(ast.Name(obj.name))} CASCADE to drop the "
                      "dependents too")
         _collect(binder, dependent, cascade, chosen, pos)
     chosen[obj.id] = obj

@@ -8,7 +8,6 @@ from ..catalog_connections import CONNECTION_KINDS
 from ..errors import PlanError
 from ..grammar import ast
 from .query import Relation
-from .types import Column
 
 KIND_WORDS = {
     "secret": "secret", "connection": "connection", "source": "source", "subsource": "subsource",

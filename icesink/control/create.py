@@ -7,8 +7,8 @@ import re
 
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast
-from ..grammar.lexical import lex
-from ..grammar.masking import redact
+from ..grammar import render
+from ..grammar.render import statement_sql, stored_sql, subsource_sql
 from . import options as opts
 from .binder import Binder
 from .intervals import parse_interval_ms
@@ -21,14 +21,20 @@ from ..model.descriptors import (ConnectionDescriptor, ConnectionRef, GeneratorS
                                  ViewDescriptor)
 from .types import LOAD_GENERATORS, Column, normalize
 
+
+def _texts(stmt) -> tuple[str, str]:
+    """What the catalog keeps of a statement: its text, and the same with literal credentials masked."""
+    return statement_sql(stmt), statement_sql(stmt, redacted=True)
+
+
 def exists_notice(kind: str, name: str, status: str) -> NoticePlan:
     return NoticePlan(f"{kind} '{name}' already exists, skipping", status)
 
 
-def plan_create_secret(binder: Binder, stmt: ast.CreateSecret, text: str):
+def plan_create_secret(binder: Binder, stmt: ast.CreateSecret):
     if binder.new_name(stmt.name, stmt.if_not_exists):
         return exists_notice("secret", stmt.name.name, "CREATE SECRET")
-    sql = redact(text)  # a secret's value never reaches the catalog
+    sql = statement_sql(stmt)  # a secret's value never reaches the catalog
     return CreatePlan("secret", "secret", stmt.name.name, sql, sql, secret_value=stmt.value.value)
 
 
@@ -73,7 +79,7 @@ def plan_create_connection(binder: Binder, stmt: ast.CreateConnection, text: str
     if validate is None and (not default_validation or stmt.connection_type == "aws"):
         validate = False  # Materialize does not validate AWS connections by default
     descriptor = ConnectionDescriptor(stmt.connection_type, kind.stored(**stored), external_id, trust_policy)
-    return CreatePlan("connection", stmt.connection_type, stmt.name.name, text, redact(text), descriptor,
+    return CreatePlan("connection", stmt.connection_type, stmt.name.name, *_texts(stmt), descriptor,
                       tuple(dict.fromkeys(depends)), validate=validate, notices=notices)
 
 
@@ -97,7 +103,7 @@ def _cluster(stmt) -> str:
     return stmt.cluster.value if stmt.cluster else "default"
 
 
-def plan_create_postgres_source(binder: Binder, stmt: ast.CreatePostgresSource, text: str):
+def plan_create_postgres_source(binder: Binder, stmt: ast.CreatePostgresSource):
     if binder.new_name(stmt.name, stmt.if_not_exists):
         return exists_notice("source", stmt.name.name, "CREATE SOURCE")
     connection = binder.connection(stmt.connection, "postgres")
@@ -109,7 +115,7 @@ def plan_create_postgres_source(binder: Binder, stmt: ast.CreatePostgresSource, 
         connection.id, options["publication"], tuple(options.get("text_columns", ())),
         tuple(options.get("exclude_columns", ())), stmt.tables_kind,
         tuple(n.value for n in stmt.tables) if stmt.tables_kind == "schemas" else None)
-    plan = CreatePlan("source", "postgres", stmt.name.name, text, redact(text), descriptor, (connection.id,),
+    plan = CreatePlan("source", "postgres", stmt.name.name, *_texts(stmt), descriptor, (connection.id,),
                       _cluster(stmt), connection.id)
     if stmt.tables_kind == "tables":
         seen = set()
@@ -123,13 +129,13 @@ def plan_create_postgres_source(binder: Binder, stmt: ast.CreatePostgresSource, 
             upstream = ".".join(p.value for p in ref.upstream.parts)
             if len(ref.upstream.parts) == 1:
                 upstream = "public." + upstream
-            sub_sql = f"CREATE SUBSOURCE {sub_name.value} FROM SOURCE {stmt.name.name} (REFERENCE {upstream})"
+            sub_sql = subsource_sql(sub_name.value, stmt.name.name, upstream)
             plan.children.append(CreatePlan("subsource", "subsource", sub_name.value, sub_sql, sub_sql,
                                             SubsourceDescriptor(upstream), cluster=_cluster(stmt)))
     return plan
 
 
-def plan_create_load_generator(binder: Binder, stmt: ast.CreateLoadGeneratorSource, text: str):
+def plan_create_load_generator(binder: Binder, stmt: ast.CreateLoadGeneratorSource):
     if binder.new_name(stmt.name, stmt.if_not_exists):
         return exists_notice("source", stmt.name.name, "CREATE SOURCE")
     generator = stmt.generator.value
@@ -166,18 +172,18 @@ def plan_create_load_generator(binder: Binder, stmt: ast.CreateLoadGeneratorSour
     descriptor = LoadGeneratorDescriptor(generator, GeneratorSettings(**settings),
                                          relations[0].columns if single else None,
                                          relations[0].primary_key if single else ())
-    plan = CreatePlan("source", "load-generator", stmt.name.name, text, text, descriptor, (), _cluster(stmt))
+    plan = CreatePlan("source", "load-generator", stmt.name.name, *_texts(stmt), descriptor, (), _cluster(stmt))
     if not single:
         for relation in relations:
             binder.new_name(ast.Name(relation.name, pos=stmt.name.pos))
-            sub_sql = f"CREATE SUBSOURCE {relation.name} FROM SOURCE {stmt.name.name} (REFERENCE {relation.name})"
+            sub_sql = subsource_sql(relation.name, stmt.name.name, relation.name)
             plan.children.append(CreatePlan(
                 "subsource", "subsource", relation.name, sub_sql, sub_sql,
                 SubsourceDescriptor(relation.name, relation.columns, relation.primary_key), cluster=_cluster(stmt)))
     return plan
 
 
-def plan_create_table(binder: Binder, stmt: ast.CreateTable, text: str):
+def plan_create_table(binder: Binder, stmt: ast.CreateTable):
     if binder.new_name(stmt.name, stmt.if_not_exists):
         return exists_notice("table", stmt.name.name, "CREATE TABLE")
     columns, seen = [], set()
@@ -193,10 +199,10 @@ def plan_create_table(binder: Binder, stmt: ast.CreateTable, text: str):
         if key.value not in seen:
             raise PlanError(f"PRIMARY KEY column \"{key.value}\" does not exist", key.pos)
     descriptor = TableDescriptor(tuple(columns), tuple(k.value for k in stmt.primary_key))
-    return CreatePlan("table", "table", stmt.name.name, text, text, descriptor)
+    return CreatePlan("table", "table", stmt.name.name, *_texts(stmt), descriptor)
 
 
-def plan_create_table_from_source(binder: Binder, stmt: ast.CreateTableFromSource, text: str):
+def plan_create_table_from_source(binder: Binder, stmt: ast.CreateTableFromSource):
     if binder.new_name(stmt.name, stmt.if_not_exists):
         return exists_notice("table", stmt.name.name, "CREATE TABLE")
     source = binder.lookup(stmt.source, ("source",), "source")
@@ -211,16 +217,10 @@ def plan_create_table_from_source(binder: Binder, stmt: ast.CreateTableFromSourc
         descriptor = TableDescriptor(relation.columns, relation.primary_key, source.id, reference)
     elif len(stmt.reference.parts) == 1:
         descriptor = TableDescriptor(None, (), source.id, "public." + reference)
-    return CreatePlan("table", "table", stmt.name.name, text, text, descriptor, (source.id,))
+    return CreatePlan("table", "table", stmt.name.name, *_texts(stmt), descriptor, (source.id,))
 
 
-def view_query_text(text: str, stmt: ast.CreateMaterializedView) -> str:
-    """The SELECT of a CREATE MATERIALIZED VIEW, as written."""
-    as_keyword = next(x for x in lex(text[stmt.name.end:]) if x.kind == "word" and x.text.upper() == "AS")
-    return text[stmt.name.end + as_keyword.end:].strip()
-
-
-def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedView, text: str):
+def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedView):
     if binder.new_name(stmt.name, stmt.if_not_exists):
         return exists_notice("materialized view", stmt.name.name, "CREATE MATERIALIZED VIEW")
 
@@ -230,8 +230,8 @@ def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedVi
         return binder.relation(ref.name)[1]
 
     bound = bind_query(stmt.query, resolve)
-    descriptor = ViewDescriptor(view_query_text(text, stmt), bound.columns,
+    descriptor = ViewDescriptor(stored_sql(render.query(stmt.query)), bound.columns,
                                 tuple(tuple(sorted(k)) for k in bound.unique_keys))
     depends = tuple(dict.fromkeys(r.id for r in bound.relations))
-    return CreatePlan("materialized-view", "materialized-view", stmt.name.name, text, text, descriptor, depends,
+    return CreatePlan("materialized-view", "materialized-view", stmt.name.name, *_texts(stmt), descriptor, depends,
                       _cluster(stmt))

@@ -49,22 +49,22 @@ class Planner:
         b = self.binder
         match stmt:
             case ast.CreateSecret():
-                return plan_create_secret(b, stmt, text)
+                return plan_create_secret(b, stmt)
             case ast.CreateConnection():
                 default_validation = self.settings("enable_default_connection_validation") == "true"
                 return plan_create_connection(b, stmt, text, default_validation)
             case ast.ValidateConnection():
                 return ValidatePlan(b.lookup(stmt.name, ("connection",), "connection"))
             case ast.CreatePostgresSource():
-                return plan_create_postgres_source(b, stmt, text)
+                return plan_create_postgres_source(b, stmt)
             case ast.CreateLoadGeneratorSource():
-                return plan_create_load_generator(b, stmt, text)
+                return plan_create_load_generator(b, stmt)
             case ast.CreateTable():
-                return plan_create_table(b, stmt, text)
+                return plan_create_table(b, stmt)
             case ast.CreateTableFromSource():
-                return plan_create_table_from_source(b, stmt, text)
+                return plan_create_table_from_source(b, stmt)
             case ast.CreateMaterializedView():
-                return plan_create_materialized_view(b, stmt, text)
+                return plan_create_materialized_view(b, stmt)
             case ast.CreateSink():
                 if self.settings("enable_iceberg_sink") != "true":
                     raise PlanError("Iceberg sinks are turned off: enable_iceberg_sink is false (ALTER SYSTEM SET "

@@ -7,7 +7,7 @@ import unicodedata
 from ..catalog.store import CatalogObject
 from ..errors import PlanError
 from ..grammar import ast
-from ..grammar.masking import redact
+from ..grammar.render import statement_sql
 from ..grammar.parser import parse_statement
 from ..model.descriptors import PartitionField, SinkDescriptor
 from . import options as opts
@@ -183,12 +183,13 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
         input_obj.id, connection.id, namespace, table, stmt.mode, commit_interval_ms(with_options["COMMIT INTERVAL"]),
         tuple(k.value for k in stmt.key), stmt.key_enforced, relation.columns is not None, tuple(partition_spec),
         relation.columns, aws_id)
-    return CreatePlan("sink", "iceberg", stmt.name.name, text, redact(text), descriptor, tuple(dict.fromkeys(depends)),
+    return CreatePlan("sink", "iceberg", stmt.name.name, statement_sql(stmt), statement_sql(stmt, redacted=True),
+                      descriptor, tuple(dict.fromkeys(depends)),
                       stmt.cluster.value if stmt.cluster else "default", connection.id, stmt.mode)
 
 
-def alter_sink_options(sink: CatalogObject, action) -> tuple[SinkDescriptor, list[tuple[int, int, str]]]:
-    """The sink's new descriptor, and the edits to its create_sql that keep SHOW CREATE truthful."""
+def alter_sink_options(sink: CatalogObject, action) -> tuple[SinkDescriptor, ast.CreateSink]:
+    """The sink's new descriptor, and its statement with the new options, from which its text is made again."""
     if isinstance(action, ast.ResetOptions):
         for option in action.names:
             if option.name == "COMMIT INTERVAL":
@@ -197,12 +198,9 @@ def alter_sink_options(sink: CatalogObject, action) -> tuple[SinkDescriptor, lis
             raise PlanError(f"unknown sink option {option.name}; the options are: "
                             f"{', '.join(opts.SINK_WITH_OPTIONS)}", option.pos)
     given = opts.check_options(action.options, opts.SINK_WITH_OPTIONS, "sink")
-    descriptor = sink.descriptor
-    edits = []
+    descriptor, statement = sink.descriptor, parse_statement(sink.create_sql)
     if "COMMIT INTERVAL" in given:
         descriptor = dataclasses.replace(descriptor, commit_interval_ms=commit_interval_ms(given["COMMIT INTERVAL"]))
-        created = parse_statement(sink.create_sql)
-        old = next(o for o in created.with_options if o.name == "COMMIT INTERVAL")
-        literal = given["COMMIT INTERVAL"].value.value.replace("'", "''")
-        edits.append((old.value.pos, old.value.end, f"'{literal}'"))
-    return descriptor, edits
+        kept = tuple(o for o in statement.with_options or () if o.name != "COMMIT INTERVAL")
+        statement = dataclasses.replace(statement, with_options=kept + (given["COMMIT INTERVAL"],))
+    return descriptor, statement

@@ -12,7 +12,7 @@ from .lexical import Lexeme, keywords, lex, statement_lexemes
 REDACTED = "'<REDACTED>'"
 
 # Options whose values are credentials, and how far a misspelling of one may stray and still be masked.
-_CREDENTIAL_OPTIONS = ("PASSWORD", "SECRET ACCESS KEY", "SESSION TOKEN", "TOKEN", "CREDENTIAL", "SSL KEY")
+CREDENTIAL_OPTIONS = ("PASSWORD", "SECRET ACCESS KEY", "SESSION TOKEN", "TOKEN", "CREDENTIAL", "SSL KEY")
 _VALUE_KINDS = ("string", "unterminated", "number", "quoted", "word")
 _LITERAL_KINDS = ("string", "unterminated")
 
@@ -42,7 +42,7 @@ def _near(word: str, target: str) -> bool:
     return edit_distance(word, target, _tolerance(target)) <= _tolerance(target)
 
 
-_CREDENTIAL_JOINED = tuple(name.replace(" ", "") for name in _CREDENTIAL_OPTIONS)
+_CREDENTIAL_JOINED = tuple(name.replace(" ", "") for name in CREDENTIAL_OPTIONS)
 
 
 def _letters(word: str) -> str:

@@ -15,6 +15,7 @@ from sqlglot.expressions import apply_index_offset
 
 from ..errors import PlanError
 from . import ast
+from .masking import CREDENTIAL_OPTIONS, REDACTED
 
 # How tightly each operator binds (higher: tighter), to parenthesise only where the tree needs it.
 _BINARY = {
@@ -251,3 +252,132 @@ def query(node: ast.Query, name_table: Optional[TableNamer] = None) -> exp.Expre
     if node.offset is not None:
         tree.set("offset", exp.Offset(expression=exp.Literal.number(node.offset)))
     return tree
+
+
+# ---------------------------------------------------------------- statements that create objects
+_CONNECTION_TYPES = {"aws": "AWS", "iceberg-catalog": "ICEBERG CATALOG", "postgres": "POSTGRES"}
+
+
+def name_sql(name: ast.Name) -> str:
+    """A name as it reads back the same: quoted when it is not a plain lower-case word or is a keyword."""
+    from .lexical import keywords
+
+    plain = re.fullmatch(r"[a-z_][a-z0-9_$]*", name.value) and name.value.upper() not in keywords()
+    return name.value if plain else '"' + name.value.replace('"', '""') + '"'
+
+
+def object_name_sql(name: ast.ObjectName) -> str:
+    return ".".join(name_sql(p) for p in name.parts)
+
+
+def literal_sql(value: str) -> str:
+    """A string literal: '…', or E'…' when the value holds characters a line of SQL should not show raw."""
+    if re.search(r"[\x00-\x1f\x7f\\]", value) and re.search(r"[\x00-\x1f\x7f]", value):
+        escaped = value.replace("\\", "\\\\").replace("'", "\\'")
+        escaped = re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", escaped)
+        return f"E'{escaped}'"
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _value_sql(value, hidden: bool) -> str:
+    if isinstance(value, ast.StringValue):
+        return REDACTED if hidden else literal_sql(value.value)
+    if isinstance(value, ast.NumberValue):
+        return value.text
+    if isinstance(value, ast.BoolValue):
+        return "true" if value.value else "false"
+    if isinstance(value, ast.WordValue):
+        return object_name_sql(value.name)
+    if isinstance(value, ast.SecretValue):
+        secret = f"SECRET {object_name_sql(value.secret)}"
+        if value.prefix is None:
+            return secret
+        return f"{REDACTED if hidden else literal_sql(value.prefix)} || {secret}"
+    if isinstance(value, ast.ListValue):
+        return "(" + ", ".join(object_name_sql(i) if isinstance(i, ast.ObjectName) else literal_sql(i.value)
+                               for i in value.items) + ")"
+    raise ValueError(f"cannot render option value {type(value).__name__}")
+
+
+def options_sql(options, redacted: bool = False) -> str:
+    """`(NAME = value, …)`; with `redacted`, literal values of credential options are masked."""
+    parts = []
+    for option in options:
+        if option.value is None:
+            parts.append(option.name)
+        else:
+            hidden = redacted and option.name in CREDENTIAL_OPTIONS
+            parts.append(f"{option.name} = {_value_sql(option.value, hidden)}")
+    return "(" + ", ".join(parts) + ")"
+
+
+def _cluster(cluster: Optional[ast.Name]) -> str:
+    return f" IN CLUSTER {name_sql(cluster)}" if cluster is not None else ""
+
+
+def _column_sql(column: ast.ColumnDef) -> str:
+    return f"{name_sql(column.name)} {column.type}" + (" NOT NULL" if column.not_null else "")
+
+
+def _partition_sql(field: ast.PartitionField) -> str:
+    if field.transform is None:
+        return name_sql(field.column)
+    args = ([str(field.argument)] if field.argument is not None else []) + [name_sql(field.column)]
+    return f"{name_sql(field.transform)}({', '.join(args)})"
+
+
+def statement_sql(stmt, redacted: bool = False) -> str:
+    """The text the catalog keeps of a statement that creates an object (what SHOW CREATE shows), in one normalised
+    form that the grammar reads back to the same statement; `redacted` masks literal credentials. A secret's value
+    is never in it."""
+    name = object_name_sql(stmt.name)
+    if isinstance(stmt, ast.CreateSecret):
+        return f"CREATE SECRET {name} AS {REDACTED}"
+    if isinstance(stmt, ast.CreateConnection):
+        text = (f"CREATE CONNECTION {name} TO {_CONNECTION_TYPES[stmt.connection_type]} "
+                f"{options_sql(stmt.options, redacted)}")
+        return text + (f" WITH {options_sql(stmt.with_options)}" if stmt.with_options else "")
+    if isinstance(stmt, ast.CreatePostgresSource):
+        text = (f"CREATE SOURCE {name}{_cluster(stmt.cluster)} FROM POSTGRES CONNECTION "
+                f"{object_name_sql(stmt.connection)} {options_sql(stmt.options)}")
+        if stmt.tables_kind == "all":
+            return text + " FOR ALL TABLES"
+        if stmt.tables_kind == "schemas":
+            return text + f" FOR SCHEMAS ({', '.join(name_sql(n) for n in stmt.tables)})"
+        if stmt.tables_kind == "tables":
+            return text + " FOR TABLES (" + ", ".join(
+                object_name_sql(t.upstream) + (f" AS {name_sql(t.alias)}" if t.alias else "") for t in stmt.tables) + ")"
+        return text
+    if isinstance(stmt, ast.CreateLoadGeneratorSource):
+        text = f"CREATE SOURCE {name}{_cluster(stmt.cluster)} FROM LOAD GENERATOR {stmt.generator.value.upper()}"
+        text += f" {options_sql(stmt.options)}" if stmt.options else ""
+        return text + (" FOR ALL TABLES" if stmt.all_tables else "")
+    if isinstance(stmt, ast.CreateTable):
+        elements = [_column_sql(c) for c in stmt.columns]
+        if stmt.primary_key:
+            elements.append(f"PRIMARY KEY ({', '.join(name_sql(k) for k in stmt.primary_key)})")
+        return f"CREATE TABLE {name} ({', '.join(elements)})"
+    if isinstance(stmt, ast.CreateTableFromSource):
+        return (f"CREATE TABLE {name} FROM SOURCE {object_name_sql(stmt.source)} "
+                f"(REFERENCE = {object_name_sql(stmt.reference)})")
+    if isinstance(stmt, ast.CreateMaterializedView):
+        return f"CREATE MATERIALIZED VIEW {name}{_cluster(stmt.cluster)} AS {stored_sql(query(stmt.query))}"
+    if isinstance(stmt, ast.CreateSink):
+        text = (f"CREATE SINK {name}{_cluster(stmt.cluster)} FROM {object_name_sql(stmt.input)} INTO ICEBERG CATALOG "
+                f"CONNECTION {object_name_sql(stmt.connection)} {options_sql(stmt.target)}")
+        if stmt.aws_connection is not None:
+            text += f" USING AWS CONNECTION {object_name_sql(stmt.aws_connection)}"
+        if stmt.key:
+            text += f" KEY ({', '.join(name_sql(k) for k in stmt.key)})" + ("" if stmt.key_enforced else " NOT ENFORCED")
+        if stmt.partition_by:
+            text += f" PARTITION BY ({', '.join(_partition_sql(f) for f in stmt.partition_by)})"
+        if stmt.mode is not None:
+            text += f" MODE {stmt.mode.upper()}" if stmt.mode in ("upsert", "append") else f" ENVELOPE {stmt.mode.upper()}"
+        return text + (f" WITH {options_sql(stmt.with_options)}" if stmt.with_options is not None else "")
+    raise ValueError(f"cannot render {type(stmt).__name__}")
+
+
+def subsource_sql(name: str, source: str, upstream: str) -> str:
+    """A subsource has no statement of its own: its text says where it comes from."""
+    return (f"CREATE SUBSOURCE {name_sql(ast.Name(name))} FROM SOURCE {name_sql(ast.Name(source))} "
+            f"(REFERENCE = {upstream})")
