@@ -29,7 +29,7 @@ from icesink.engine.scheduler import Scheduler  # noqa: E402
 from icesink.engine.sources.generators import TICK_BITS  # noqa: E402
 from icesink.engine.spark import get_spark  # noqa: E402
 
-COMMIT_LINE = re.compile(r"committed (\d+) changes up to \{'offset': (\d+)\} in ([\d.]+)s")
+COMMIT_LINE = re.compile(r"""committed (\d+) changes up to \{["']offset["']: (\d+)\} in ([\d.]+)s""")
 
 
 class Commits(logging.Handler):
