@@ -182,6 +182,12 @@ class Catalog:
         return [self._row(r) for r in self.db.execute(f"SELECT {self._COLUMNS} FROM objects WHERE kind = 'sink'"
                                                       " ORDER BY seq")]
 
+    def sinks_writing(self, namespace: str, table: str) -> list[CatalogObject]:
+        """The sinks that write an Iceberg table of this name, in whatever catalog (one query, not one per sink)."""
+        return [self._row(r) for r in self.db.execute(
+            f"SELECT {self._COLUMNS} FROM objects WHERE kind = 'sink' AND json_extract(definition, '$.namespace') = ?"
+            " AND json_extract(definition, '$.table') = ? ORDER BY seq", (namespace, table))]
+
     def names(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT name FROM objects ORDER BY name")]
 

@@ -63,10 +63,9 @@ def _catalog_identity(connection: CatalogObject) -> tuple:
 
 def _check_table_is_free(binder: Binder, connection: CatalogObject, namespace: str, table: str, pos: int) -> None:
     identity = _catalog_identity(connection)
-    for other in binder.catalog.sinks():
+    for other in binder.catalog.sinks_writing(namespace, table):
         other_connection = binder.catalog.get_by_id(other.descriptor.connection_id)
-        same_catalog = other_connection is not None and _catalog_identity(other_connection) == identity
-        if same_catalog and (other.descriptor.namespace, other.descriptor.table) == (namespace, table):
+        if other_connection is not None and _catalog_identity(other_connection) == identity:
             raise PlanError(f"sink '{other.name}' already writes Iceberg table {namespace}.{table} in this catalog; "
                             "two sinks on one table would fence each other out: choose another TABLE or drop "
                             f"'{other.name}' first", pos)
