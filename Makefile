@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test parse-examples clean
+.PHONY: demo demo-s3tables test parse-examples clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +15,11 @@ demo: $(STAMP)
 	rm -rf .demo
 	$(VENV)/bin/icesink --data-dir .demo -f examples/quickstart.sql
 
+demo-s3tables: $(STAMP)
+	examples/s3tables-demo.sh
+
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q
 
 clean:
-	rm -rf $(VENV) .demo
+	rm -rf $(VENV) .demo .demo-s3tables

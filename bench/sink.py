@@ -76,7 +76,7 @@ def main() -> None:
     source = session.catalog.get("kv")
     tick_ms = source.descriptor.settings.tick_interval_ms or 1000
     start_ms = int(datetime.fromisoformat(source.created_at).timestamp() * 1000)
-    catalog = connector_for(session.catalog.get("lake"), None, data_dir).load_catalog()
+    catalog = connector_for(session.catalog.get("lake"), None, session.catalog).load_catalog()
 
     def committed_rows():
         try:

@@ -10,11 +10,17 @@ def _extension(package: str) -> str:
     return glob.glob(os.path.join(os.path.dirname(module.__file__), "**", "*.duckdb_extension"), recursive=True)[0]
 
 
-def duckdb_rows(metadata_location: str, columns: str = "*", order_by: str = "1") -> list[tuple]:
+def duckdb_rows(metadata_location: str, columns: str = "*", order_by: str = "1", s3: dict | None = None) -> list[tuple]:
+    """s3: endpoint (an http:// URL), key, secret, for tables on an S3-compatible store."""
     con = duckdb.connect(config={"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"})
     try:
         con.execute(f"LOAD '{_extension('duckdb_extension_avro')}'")
         con.execute(f"LOAD '{_extension('duckdb_extension_iceberg')}'")
+        if s3 is not None:
+            con.execute(f"LOAD '{_extension('duckdb_extension_httpfs')}'")
+            con.execute(f"""CREATE SECRET lake (TYPE S3, KEY_ID '{s3["key"]}', SECRET '{s3["secret"]}',
+                REGION 'us-east-1', ENDPOINT '{s3["endpoint"].removeprefix("http://")}', URL_STYLE 'path',
+                USE_SSL false)""")
         path = metadata_location.removeprefix("file://")
         return con.execute(f"SELECT {columns} FROM iceberg_scan('{path}') ORDER BY {order_by}").fetchall()
     finally:

@@ -18,7 +18,7 @@ def wait_for(predicate, timeout=120, what="condition"):
 def iceberg_table(session, sink_name):
     sink = session.catalog.get(sink_name)
     connection = session.catalog.get_by_id(sink.descriptor.connection_id)
-    catalog = connector_for(connection, session.executor.secret_value, session.data_dir).load_catalog()
+    catalog = connector_for(connection, session.executor.secret_value, session.catalog).load_catalog()
     return catalog.load_table(sink.descriptor.identifier)
 
 

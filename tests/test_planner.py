@@ -97,7 +97,9 @@ CASES = [
     ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 's3tablesrest', AWS CONNECTION = aws)", "CATALOG TYPE 's3tablesrest' requires WAREHOUSE"),
     ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 's3tablesrest', WAREHOUSE = 'arn:b')", "CATALOG TYPE 's3tablesrest' requires AWS CONNECTION"),
     ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'glue')", "CATALOG TYPE 'glue' requires AWS CONNECTION"),
-    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'glue', AWS CONNECTION = pg)", "connection 'pg' is a Postgres connection, not an AWS connection"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'glue', AWS CONNECTION = pg, WAREHOUSE = 's3://b/p')", "connection 'pg' is a Postgres connection, not an AWS connection"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'glue', AWS CONNECTION = aws)", "CATALOG TYPE 'glue' requires WAREHOUSE (the s3:// location new tables go under)"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'glue', AWS CONNECTION = aws, WAREHOUSE = 'lake')", "CATALOG TYPE 'glue' needs WAREHOUSE 's3://bucket/path'"),
     ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'local', URL = 'http://x')", "URL does not apply to CATALOG TYPE 'local'"),
     ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'local', TOKEN = SECRET pw)", "TOKEN applies only to CATALOG TYPE 'rest', not 'local'"),
     ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'rest', URL = 'u', TOKEN = SECRET pw, CREDENTIAL = SECRET pw)", "CREDENTIAL and TOKEN cannot be used together"),
@@ -244,10 +246,9 @@ def test_settings(planned):
     result = planned.execute("CREATE CONNECTION r TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL 'http://127.0.0.1:1')")[0]
     assert result.notices == []
     planned.execute("SET enable_default_connection_validation TO DEFAULT")
-    result = planned.execute("CREATE CONNECTION r2 TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL 'http://127.0.0.1:1')")[0]
-    assert result.notices == ["connection 'r2' was stored without validation: validating 'rest' Iceberg catalogs is not "
-                              "supported yet: its connector arrives with the sink runtime; create it WITH (VALIDATE = false) "
-                              "to store it unchecked"]
+    error = error_of(planned, "CREATE CONNECTION r2 TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL 'http://127.0.0.1:1')")
+    assert error.message == "connection 'r2': cannot reach the Iceberg catalog at http://127.0.0.1:1"
+    assert planned.catalog.get("r2") is None
 
 
 def test_validation(planned, tmp_path):
@@ -256,7 +257,7 @@ def test_validation(planned, tmp_path):
     assert isinstance(error, icesink.NotSupportedYet)
     assert error.message.startswith("validating Postgres connections is not supported yet")
     error = error_of(planned, "CREATE CONNECTION r TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL 'http://x') WITH (VALIDATE = true)")
-    assert isinstance(error, icesink.NotSupportedYet)
+    assert error.message == "connection 'r': cannot reach the Iceberg catalog at http://x"
     blocked = tmp_path / "file"
     blocked.write_text("")
     error = error_of(planned, f"CREATE CONNECTION bad TO ICEBERG CATALOG (CATALOG TYPE 'local', WAREHOUSE '{blocked}/wh')")

@@ -120,7 +120,7 @@ def test_a_zombie_fenced_in_its_own_batch_fails_once_and_is_not_started_again(se
 
 def test_an_incompatible_table_fails_the_sink_with_the_difference(session, scheduler):
     session.execute("CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local')")
-    catalog = connector_for(session.catalog.get("lake"), None, session.data_dir).load_catalog()
+    catalog = connector_for(session.catalog.get("lake"), None, session.catalog).load_catalog()
     catalog.create_namespace("shop")
     catalog.create_table(("shop", "orders"), Schema(NestedField(1, "id", StringType(), required=False),
                                                     NestedField(2, "extra", LongType(), required=True)))

@@ -2,7 +2,6 @@
 a kind of connection is adding a module here and a line in CONNECTION_KINDS."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Callable
 
 from ..catalog.store import CatalogObject
@@ -12,8 +11,9 @@ from .base import ConnectionInvalid, ConnectionKind, Connector
 CONNECTION_KINDS: dict[str, ConnectionKind] = {kind.type: kind for kind in (aws.KIND, iceberg.KIND, postgres.KIND)}
 
 
-def connector_for(obj: CatalogObject, secret: Callable[[str], str], data_dir: Path) -> Connector:
-    return CONNECTION_KINDS[obj.type].connector(obj.name, obj.descriptor, secret, data_dir)
+def connector_for(obj: CatalogObject, secret: Callable[[str], str], catalog) -> Connector:
+    """`catalog` gives the data directory and the connections this one names (`data_dir`, `get_by_id`)."""
+    return CONNECTION_KINDS[obj.type].connector(obj.name, obj.descriptor, secret, catalog)
 
 
 __all__ = ["CONNECTION_KINDS", "ConnectionInvalid", "ConnectionKind", "Connector", "connector_for"]

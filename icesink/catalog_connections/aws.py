@@ -1,10 +1,18 @@
-"""AWS connections (credentials or role assumption for S3, Glue and S3 Tables)."""
+"""AWS connections: credentials for S3, Glue and S3 Tables, through boto3. Static keys (with a session token), or
+a role assumed through STS with the process's own credentials (boto3's default chain) and refreshed before it
+expires, or that default chain alone when neither is given. ENDPOINT points every service at an S3-compatible store or a test server."""
 from __future__ import annotations
 
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Optional
+
 from ..errors import PlanError
-from ..model.descriptors import AwsOptions
+from ..model.descriptors import AwsOptions, SecretRef
 from ..model.options import OptionSpec, Rules, text
-from .base import ConnectionKind, Connector
+from .base import ConnectionInvalid, ConnectionKind, Connector
 
 OPTIONS = {
     "REGION": text(),
@@ -16,6 +24,9 @@ OPTIONS = {
     "ASSUME ROLE SESSION NAME": text(),
     "EXTERNAL ID": text(),
 }
+DEFAULT_REGION = "us-east-1"
+ROLE_SECONDS = 3600  # asked of STS for an assumed role's credentials
+REFRESH_BEFORE_EXPIRY = 300  # seconds: a batch started with credentials this close to expiring gets new ones
 
 
 def check(given, end: int) -> None:
@@ -25,12 +36,164 @@ def check(given, end: int) -> None:
     rules.needs("SESSION TOKEN", "ACCESS KEY ID")
     rules.needs("ASSUME ROLE SESSION NAME", "ASSUME ROLE ARN")
     rules.needs("EXTERNAL ID", "ASSUME ROLE ARN")
-    rules.excludes("ACCESS KEY ID", "ASSUME ROLE ARN")
+    rules.excludes("ACCESS KEY ID", "ASSUME ROLE ARN")  # as in Materialize: a role is assumed with the engine's own
+
+
+@dataclass(frozen=True)
+class AwsCredentials:
+    access_key_id: str
+    secret_access_key: str
+    session_token: Optional[str] = None
+    expires_at: Optional[float] = None  # epoch seconds; None when nothing says
+
+    def fresh(self) -> bool:
+        return self.expires_at is None or self.expires_at - time.time() > REFRESH_BEFORE_EXPIRY
+
+
+_roles: dict[tuple, AwsCredentials] = {}  # assumed roles' credentials, shared by every runner of this process
+_roles_lock = threading.Lock()
 
 
 class AwsConnector(Connector):
-    def validate(self) -> None:
-        raise self.not_supported("AWS connections")
+    type_words = "AWS connection"
 
+    @property
+    def region(self) -> str:
+        return self.options.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") \
+            or DEFAULT_REGION
+
+    @property
+    def external_id(self) -> Optional[str]:
+        """EXTERNAL ID, else the one icesink made up for this installation (shown in mz_aws_connections)."""
+        return self.descriptor.external_id or self.options.external_id
+
+    @property
+    def endpoint(self) -> Optional[str]:
+        return self.options.endpoint
+
+    def _value(self, value) -> Optional[str]:
+        if isinstance(value, SecretRef):
+            return (value.prefix or "") + self._secret(value.secret_id)
+        return value
+
+    def _base_credentials(self) -> AwsCredentials:
+        """The keys the connection names, else boto3's default chain (environment, profile, instance role)."""
+        if self.options.access_key_id is not None:
+            return AwsCredentials(self._value(self.options.access_key_id),
+                                  self._value(self.options.secret_access_key),
+                                  self._value(self.options.session_token))
+        import boto3
+
+        found = boto3.Session(region_name=self.region).get_credentials()
+        if found is None:
+            raise ConnectionInvalid(f"AWS connection '{self.name}': no credentials: give ACCESS KEY ID and SECRET "
+                                    "ACCESS KEY, or configure AWS's default credential chain (environment, profile "
+                                    "or instance role) for the icesink process")
+        frozen = found.get_frozen_credentials()
+        return AwsCredentials(frozen.access_key, frozen.secret_key, frozen.token)
+
+    def credentials(self) -> AwsCredentials:
+        """What to sign requests with now: the role's credentials when the connection assumes one (assumed again
+        when they come within REFRESH_BEFORE_EXPIRY of expiring), else the base credentials."""
+        base = self._base_credentials()
+        if not self.options.assume_role_arn:
+            return base
+        key = (base.access_key_id, self.options.assume_role_arn, self.external_id, self.endpoint)
+        with _roles_lock:
+            held = _roles.get(key)
+            if held is None or not held.fresh():
+                held = _roles[key] = self._assume_role(base)
+            return held
+
+    def _assume_role(self, base: AwsCredentials) -> AwsCredentials:
+        arguments = {"RoleArn": self.options.assume_role_arn, "DurationSeconds": ROLE_SECONDS,
+                     "RoleSessionName": self.options.assume_role_session_name or f"icesink-{self.name}"}
+        if self.external_id:
+            arguments["ExternalId"] = self.external_id
+        try:
+            issued = self._client("sts", base).assume_role(**arguments)["Credentials"]
+        except Exception as exc:
+            raise self.explain(exc, f"assuming the role {self.options.assume_role_arn}") from None
+        return AwsCredentials(issued["AccessKeyId"], issued["SecretAccessKey"], issued["SessionToken"],
+                              issued["Expiration"].timestamp())
+
+    def _client(self, service: str, credentials: AwsCredentials):
+        import boto3
+        from botocore.config import Config
+
+        return boto3.client(service, region_name=self.region, endpoint_url=self.endpoint,
+                            aws_access_key_id=credentials.access_key_id,
+                            aws_secret_access_key=credentials.secret_access_key,
+                            aws_session_token=credentials.session_token,
+                            config=Config(connect_timeout=5, read_timeout=30, retries={"max_attempts": 2}))
+
+    def client(self, service: str):
+        """A boto3 client for `service` with the connection's current credentials."""
+        return self._client(service, self.credentials())
+
+    def validate(self) -> None:
+        """Asks STS who the base credentials are, then assumes the role when the connection names one."""
+        try:
+            self._client("sts", self._base_credentials()).get_caller_identity()
+        except ConnectionInvalid:
+            raise
+        except Exception as exc:
+            raise self.explain(exc, "checking its credentials with STS") from None
+        if self.options.assume_role_arn:
+            with _roles_lock:
+                _roles.clear()
+            self._client("sts", self.credentials()).get_caller_identity()
+
+    def s3_properties(self) -> dict[str, str]:
+        """pyiceberg's FileIO properties for data files on S3 with these credentials (its pyarrow FileIO on Spark's
+        executors writes them straight to S3)."""
+        credentials = self.credentials()
+        properties = {"s3.region": self.region, "s3.access-key-id": credentials.access_key_id,
+                      "s3.secret-access-key": credentials.secret_access_key}
+        if credentials.session_token:
+            properties["s3.session-token"] = credentials.session_token
+        if self.endpoint:
+            properties["s3.endpoint"] = self.endpoint
+            properties["s3.force-virtual-addressing"] = "false"
+        return properties
+
+    def client_properties(self, prefix: str = "client") -> dict[str, str]:
+        """pyiceberg's properties for its own AWS clients (Glue, SigV4 signing) with these credentials."""
+        credentials = self.credentials()
+        properties = {f"{prefix}.region": self.region, f"{prefix}.access-key-id": credentials.access_key_id,
+                      f"{prefix}.secret-access-key": credentials.secret_access_key}
+        if credentials.session_token:
+            properties[f"{prefix}.session-token"] = credentials.session_token
+        return properties
+
+    def explain(self, exc: BaseException, step: str) -> ConnectionInvalid:
+        return ConnectionInvalid(f"AWS connection '{self.name}': {step} failed: {aws_cause(exc, self.endpoint)}")
+
+
+def aws_cause(exc: BaseException, endpoint: Optional[str] = None) -> str:
+    """One line a user can act on, from botocore's exceptions (or any other)."""
+    from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        code, message = error.get("Code", "?"), error.get("Message") or ""
+        hint = _HINTS.get(code)
+        return f"{code}: {message}".rstrip(": ") + (f" ({hint})" if hint else "")
+    if isinstance(exc, EndpointConnectionError):
+        return f"cannot reach {endpoint or exc.kwargs.get('endpoint_url', 'the AWS endpoint')}"
+    if isinstance(exc, NoCredentialsError):
+        return "no credentials"
+    return f"{type(exc).__name__}: {exc}"
+
+
+_HINTS = {
+    "InvalidClientTokenId": "the access key ID is not known",
+    "InvalidAccessKeyId": "the access key ID is not known",
+    "SignatureDoesNotMatch": "the secret access key is wrong",
+    "ExpiredToken": "the session token has expired",
+    "AccessDenied": "permission denied",
+    "NoSuchBucket": "the bucket does not exist",
+    "403": "permission denied",
+}
 
 KIND = ConnectionKind("aws", "AWS connection", OPTIONS, AwsOptions, check, AwsConnector)

@@ -18,12 +18,19 @@ class ConnectionInvalid(IcesinkError):
 class Connector(ABC):
     type_words = "connection"
 
-    def __init__(self, name: str, descriptor: ConnectionDescriptor, secret: Callable[[str], str], data_dir: Path):
+    def __init__(self, name: str, descriptor: ConnectionDescriptor, secret: Callable[[str], str], catalog):
         self.name = name
         self.descriptor = descriptor
         self.options = descriptor.options
         self._secret = secret  # secret id -> value, read only when connecting
-        self.data_dir = Path(data_dir)
+        self._catalog = catalog  # for the connections this one names
+        self.data_dir = Path(catalog.data_dir)
+
+    def connection(self, connection_id: str) -> "Connector":
+        """The connector of another connection this one uses (an Iceberg catalog's AWS connection)."""
+        from . import connector_for
+
+        return connector_for(self._catalog.get_by_id(connection_id), self._secret, self._catalog)
 
     @abstractmethod
     def validate(self) -> None:

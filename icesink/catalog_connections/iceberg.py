@@ -1,5 +1,12 @@
-"""Iceberg catalog connections. 'local' is the embedded default: a warehouse directory under the
-data directory (or WAREHOUSE), which needs nothing external to check."""
+"""Iceberg catalog connections, each reached through pyiceberg's load_catalog:
+- 'rest': an Iceberg REST catalog (Polaris, Nessie, Lakekeeper, Tabular…), OAuth2 client credentials or a bearer
+  token, data files on S3 with the credentials the catalog vends or else the AWS connection's;
+- 's3tablesrest': AWS S3 Tables' Iceberg REST endpoint, requests signed with SigV4 (signing name `s3tables`) with the
+  AWS connection's credentials;
+- 'glue': the AWS Glue Data Catalog through boto3, data files on S3;
+- 'local': the embedded default, a SQLite catalog and a warehouse directory under the data directory (or WAREHOUSE).
+Secrets and AWS credentials are read each time the properties are built, so a rotated secret or a refreshed role
+applies at the next connect."""
 from __future__ import annotations
 
 import os
@@ -7,8 +14,8 @@ import uuid
 from pathlib import Path
 
 from ..catalog.private import private_file
-from ..errors import NotSupportedYet, PlanError
-from ..model.descriptors import IcebergCatalogOptions
+from ..errors import PlanError
+from ..model.descriptors import IcebergCatalogOptions, SecretRef
 from ..model.options import OptionSpec, Rules, text
 from .base import ConnectionInvalid, ConnectionKind, Connector
 
@@ -24,6 +31,7 @@ OPTIONS = {
     "AWS CONNECTION": OptionSpec(("object", "word")),
 }
 _REST_ONLY = ("CREDENTIAL", "TOKEN", "SCOPE", "OAUTH2 SERVER URL", "ACCESS DELEGATION")
+S3_TABLES_URL = "https://s3tables.{region}.amazonaws.com/iceberg"
 
 
 def check(given, end: int) -> None:
@@ -40,8 +48,13 @@ def check(given, end: int) -> None:
     if catalog_type in ("glue", "local") and "URL" in given:
         raise PlanError(f"URL does not apply to CATALOG TYPE '{catalog_type}'", given["URL"].pos)
     if catalog_type in ("s3tablesrest", "glue"):
-        for name in (("WAREHOUSE", "AWS CONNECTION") if catalog_type == "s3tablesrest" else ("AWS CONNECTION",)):
-            rules.required(name, f"CATALOG TYPE '{catalog_type}' requires {name}", type_pos)
+        for name in ("WAREHOUSE", "AWS CONNECTION") if catalog_type == "s3tablesrest" else ("AWS CONNECTION",
+                                                                                           "WAREHOUSE"):
+            rules.required(name, f"CATALOG TYPE '{catalog_type}' requires {name}"
+                           + (" (the s3:// location new tables go under)" if name == "WAREHOUSE" and
+                              catalog_type == "glue" else ""), type_pos)
+    if catalog_type == "glue" and "WAREHOUSE" in given and not str(given["WAREHOUSE"].value).startswith("s3://"):
+        raise PlanError("CATALOG TYPE 'glue' needs WAREHOUSE 's3://bucket/path'", given["WAREHOUSE"].value_pos)
     rules.excludes("CREDENTIAL", "TOKEN")
     rules.needs("SCOPE", "CREDENTIAL", " (the OAuth2 client credentials flow)")
     rules.needs("OAUTH2 SERVER URL", "CREDENTIAL", " (the OAuth2 client credentials flow)")
@@ -52,6 +65,12 @@ LOCAL_CATALOG_FILE = "iceberg_catalog.db"
 
 
 class IcebergCatalogConnector(Connector):
+    type_words = "Iceberg catalog connection"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._loaded: tuple[dict, object] | None = None  # (properties, pyiceberg catalog)
+
     @property
     def catalog_type(self) -> str:
         return self.options.catalog_type
@@ -62,9 +81,105 @@ class IcebergCatalogConnector(Connector):
             warehouse = warehouse[len("file://"):]
         return Path(warehouse) if warehouse else self.data_dir / LOCAL_WAREHOUSE_DIR
 
+    def aws(self):
+        """The AWS connection's connector, or None."""
+        ref = self.options.aws_connection
+        return self.connection(ref.connection_id) if ref is not None else None
+
+    def _value(self, value) -> str | None:
+        if isinstance(value, SecretRef):
+            return (value.prefix or "") + self._secret(value.secret_id)
+        return value
+
+    def catalog_properties(self) -> dict[str, str]:
+        """The properties pyiceberg's load_catalog takes for this connection, credentials as of now."""
+        return getattr(self, f"_{self.catalog_type}_properties")()
+
+    def _local_properties(self) -> dict[str, str]:
+        warehouse = self.local_warehouse()
+        warehouse.mkdir(parents=True, exist_ok=True)
+        private_file(self.data_dir / LOCAL_CATALOG_FILE)
+        return {"type": "sql", "uri": f"sqlite:///{self.data_dir / LOCAL_CATALOG_FILE}",
+                "warehouse": f"file://{warehouse.resolve()}"}
+
+    def _rest_properties(self) -> dict[str, str]:
+        options = self.options
+        properties = {"type": "rest", "uri": options.url}
+        for key, value in (("warehouse", options.warehouse), ("credential", self._value(options.credential)),
+                           ("token", self._value(options.token)), ("scope", options.scope),
+                           ("oauth2-server-uri", options.oauth2_server_url)):
+            if value:
+                properties[key] = value
+        if "credential" in properties and "oauth2-server-uri" not in properties:  # the spec's default, said aloud
+            properties["oauth2-server-uri"] = f"{options.url.rstrip('/')}/v1/oauth/tokens"
+        if options.access_delegation:
+            properties["header.X-Iceberg-Access-Delegation"] = options.access_delegation
+        aws = self.aws()
+        if aws is not None:  # for data files, unless the catalog vends credentials (which take precedence)
+            properties.update(aws.s3_properties())
+        return properties
+
+    def _s3tablesrest_properties(self) -> dict[str, str]:
+        aws = self.aws()
+        return {"type": "rest", "uri": self.options.url or S3_TABLES_URL.format(region=aws.region),
+                "warehouse": self.options.warehouse, "rest.sigv4-enabled": "true", "rest.signing-name": "s3tables",
+                "rest.signing-region": aws.region, **aws.client_properties(), **aws.s3_properties()}
+
+    def _glue_properties(self) -> dict[str, str]:
+        aws = self.aws()
+        properties = {"type": "glue", "warehouse": self.options.warehouse.rstrip("/"),
+                      **aws.client_properties("glue"), **aws.s3_properties()}
+        if aws.endpoint:
+            properties["glue.endpoint"] = aws.endpoint
+        return properties
+
+    def load_catalog(self):
+        """A pyiceberg catalog for this connection with the credentials of now: the same one while they hold, a new
+        one once a secret was rotated or an assumed role's credentials were refreshed."""
+        properties = self.catalog_properties()
+        if self._loaded is not None and self._loaded[0] == properties:
+            return self._loaded[1]
+        try:
+            catalog = self._load(properties)
+        except Exception as exc:
+            raise self.explain(exc) from None
+        self._loaded = (properties, catalog)
+        return catalog
+
+    def _load(self, properties: dict[str, str]):
+        from pyiceberg.catalog import load_catalog
+        from sqlalchemy.exc import OperationalError
+
+        for attempt in range(5):
+            try:
+                return load_catalog("icesink", **properties)
+            except OperationalError:  # another process created the local catalog's tables at the same moment
+                if attempt == 4:
+                    raise
+
     def validate(self) -> None:
-        if self.catalog_type != "local":
-            raise self.not_supported(f"'{self.catalog_type}' Iceberg catalogs")
+        if self.catalog_type == "local":
+            return self._validate_local()
+        catalog = self.load_catalog()
+        try:
+            catalog.list_namespaces()
+        except Exception as exc:
+            raise self.explain(exc) from None
+        if self.catalog_type == "glue":  # Glue keeps only names: the bucket is first met when writing
+            self._check_bucket()
+
+    def _check_bucket(self) -> None:
+        bucket = self.options.warehouse.removeprefix("s3://").split("/", 1)[0]
+        try:
+            self.aws().client("s3").head_bucket(Bucket=bucket)
+        except Exception as exc:
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            if code in ("404", "NoSuchBucket"):
+                raise ConnectionInvalid(f"connection '{self.name}': the bucket '{bucket}' of WAREHOUSE does not "
+                                        "exist") from None
+            raise self.explain(exc) from None
+
+    def _validate_local(self) -> None:
         warehouse = self.local_warehouse()
         probe = warehouse / f".icesink-probe-{uuid.uuid4().hex}"
         try:
@@ -75,29 +190,13 @@ class IcebergCatalogConnector(Connector):
             raise ConnectionInvalid(f"connection '{self.name}': cannot write to the warehouse {warehouse}: "
                                     f"{exc.strerror}") from None
 
-    def catalog_properties(self) -> dict[str, str]:
-        """The properties pyiceberg's load_catalog takes for this connection."""
-        if self.catalog_type != "local":
-            raise NotSupportedYet(f"writing to '{self.catalog_type}' Iceberg catalogs is not supported yet; "
-                                  "use CATALOG TYPE 'local'")
-        warehouse = self.local_warehouse()
-        warehouse.mkdir(parents=True, exist_ok=True)
-        private_file(self.data_dir / LOCAL_CATALOG_FILE)
-        return {"type": "sql", "uri": f"sqlite:///{self.data_dir / LOCAL_CATALOG_FILE}",
-                "warehouse": f"file://{warehouse.resolve()}"}
+    def explain(self, exc: BaseException) -> ConnectionInvalid:
+        """A failure to reach or use the catalog, in words a user can act on."""
+        from .iceberg_errors import catalog_cause
 
-    def load_catalog(self):
-        """A pyiceberg catalog for this connection."""
-        from pyiceberg.catalog import load_catalog
-        from sqlalchemy.exc import OperationalError
-
-        properties = self.catalog_properties()
-        for attempt in range(5):
-            try:
-                return load_catalog("icesink", **properties)
-            except OperationalError:  # another process created the catalog's tables at the same moment
-                if attempt == 4:
-                    raise
+        if isinstance(exc, ConnectionInvalid):
+            return exc
+        return ConnectionInvalid(f"connection '{self.name}': {catalog_cause(exc, self)}")
 
 
 KIND = ConnectionKind("iceberg-catalog", "Iceberg catalog connection", OPTIONS, IcebergCatalogOptions, check,

@@ -11,7 +11,7 @@ from typing import Callable
 from ..catalog.sqlite import sqlite_message
 from ..catalog.store import Catalog, CatalogObject, now
 from ..catalog_connections import connector_for
-from ..errors import CatalogError, NotSupportedYet, PlanError
+from ..errors import CatalogError, IcesinkError, NotSupportedYet, PlanError
 from .binder import KIND_WORDS
 from .copy_from import CopyError, read_rows
 from .plans import (CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan, InsertRowsPlan, NoticePlan, QueryPlan,
@@ -83,7 +83,7 @@ class Executor:
     def _validate_new_connection(self, plan: CreatePlan, result: Result) -> None:
         draft = CatalogObject("", plan.name, plan.kind, plan.type, "", "", plan.descriptor)
         try:
-            connector_for(draft, self.secret_value, self.catalog.data_dir).validate()
+            connector_for(draft, self.secret_value, self.catalog).validate()
         except NotSupportedYet as exc:
             if plan.validate:  # asked for explicitly
                 raise
@@ -122,7 +122,7 @@ class Executor:
         return Result("ALTER SECRET")
 
     def _ValidatePlan(self, plan: ValidatePlan) -> Result:
-        connector_for(plan.connection, self.secret_value, self.catalog.data_dir).validate()
+        connector_for(plan.connection, self.secret_value, self.catalog).validate()
         return Result("VALIDATE CONNECTION")
 
     def _SetVariablePlan(self, plan: SetVariablePlan) -> Result:
@@ -143,12 +143,16 @@ class Executor:
 
         spark = self.spark()
         for view, (connection, namespace, name) in plan.views.items():
-            connector = connector_for(connection, self.secret_value, self.catalog.data_dir)
+            connector = connector_for(connection, self.secret_value, self.catalog)
             try:
                 table = connector.load_catalog().load_table((*namespace, name))
             except NoSuchTableError:
                 raise PlanError(f"Iceberg table {'.'.join(namespace)}.{name} does not exist in catalog "
                                 f"'{connection.name}'") from None
+            except IcesinkError:
+                raise
+            except Exception as exc:  # the catalog's client says it in HTTP statuses and error codes
+                raise connector.explain(exc) from None
             tasks = list(table.scan().plan_files())
             schema = table_schema(table)
             frame = scan_frame(spark, table, tasks, schema) if tasks else spark.createDataFrame([], schema)

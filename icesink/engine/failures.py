@@ -23,6 +23,14 @@ def needs_action(failure: BaseException) -> bool:
     return isinstance(failure, (NeedsAction, NotSupportedYet))
 
 
+_EXTERNAL_MODULES = ("requests", "urllib3", "botocore", "boto3", "pyiceberg.exceptions")
+
+
+def is_external(failure: BaseException) -> bool:
+    """Raised by a catalog's or an object store's client: its connection can say it in the user's terms."""
+    return type(failure).__module__.startswith(_EXTERNAL_MODULES)
+
+
 def cause_of(failure) -> str:
     """The innermost message of an exception (or of its text): the Python error a worker raised, else the last
     `Caused by:` of a Java one, else its own first line."""

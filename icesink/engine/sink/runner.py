@@ -7,9 +7,10 @@ import time
 
 from ...catalog.store import Catalog, CatalogObject, now
 from ...catalog_connections import connector_for
+from ...catalog_connections.iceberg_errors import storage_hint
 from ...model.descriptors import SinkDescriptor
 from ...model.frontier import Frontier
-from ..failures import cause_of, needs_action
+from ..failures import cause_of, is_external, needs_action
 from ..lifecycle import SinkLifecycle
 from ..faults import crash_point
 from ..sources import Input, input_for
@@ -46,16 +47,18 @@ class SinkRunner:
         return self.lifecycle.failure
 
     def _load_table(self):
-        return self.iceberg.load_table(self.descriptor.identifier)
+        """Through the connection each time: the catalog is built again when its credentials change (a rotated
+        secret, a refreshed role)."""
+        return self.connector.load_catalog().load_table(self.descriptor.identifier)
 
     def start(self) -> None:
         """Takes the sink over as a new incarnation: its version is above every earlier one's, so an older runner
         still writing (in this process or another) is fenced by this one's first commit."""
         self.lifecycle.starting()
         connection = self.catalog.get_by_id(self.descriptor.connection_id)
-        self.iceberg = connector_for(connection, self.secret, self.catalog.data_dir).load_catalog()
+        self.connector = connector_for(connection, self.secret, self.catalog)
         try:
-            table = ensure_table(self.iceberg, self.descriptor)
+            table = ensure_table(self.connector.load_catalog(), self.descriptor)
             written = latest_progress(table, self.sink.id)
             version = self.catalog.next_incarnation(self.sink.id, written.version if written else 0)
             self.committer = Committer(self._load_table, self.sink.id, version)
@@ -66,6 +69,8 @@ class SinkRunner:
             self.input.check_resume(self.frontier)
             stream = self.input.stream(self.spark, self.frontier)
         except Exception as exc:
+            if is_external(exc) or isinstance(exc, OSError):
+                raise self.connector.explain(exc) from None
             if not needs_action(exc):
                 raise
             self.lifecycle.failed(exc)
@@ -100,6 +105,13 @@ class SinkRunner:
             return True
         return False
 
+    def _explain(self, exc: BaseException) -> str:
+        """A failure in the catalog's or the object store's words when it came from there (Spark's own report of a
+        failure buries the cause)."""
+        if is_external(exc):
+            return str(self.connector.explain(exc))
+        return storage_hint(cause_of(exc))
+
     # ------------------------------------------------------------ one batch
     def _batch(self, changes, batch_id: int) -> None:
         self._batch_done.clear()
@@ -109,7 +121,7 @@ class SinkRunner:
             if needs_action(exc):
                 self.lifecycle.failed(exc)
             else:
-                self.error = cause_of(exc)  # Spark's own report of it buries the cause
+                self.error = self._explain(exc)
             raise
         finally:
             self._batch_done.set()

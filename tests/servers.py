@@ -1,0 +1,188 @@
+"""Real servers the catalog tests start on 127.0.0.1: SeaweedFS (S3, Iceberg REST with SigV4, the S3 Tables API) and
+moto (S3, Glue, STS). Each is started once per test module that needs it."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+SEAWEED_KEY, SEAWEED_SECRET = "admin", "adminsecret"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait(url: str, process: subprocess.Popen | None = None, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"server for {url} exited with {process.returncode}")
+        try:
+            requests.get(url, timeout=1)
+            return
+        except requests.RequestException:
+            time.sleep(0.2)
+    raise RuntimeError(f"server for {url} did not start in {timeout}s")
+
+
+_SEAWEED_PORTS = ("s3.port", "s3.port.iceberg", "s3.port.grpc", "master.port", "master.port.grpc", "volume.port",
+                  "volume.port.grpc", "filer.port", "filer.port.grpc", "admin.port", "admin.port.grpc")
+
+
+def _without_aws(env) -> dict:
+    return {k: v for k, v in env.items() if not k.startswith("AWS_")}
+
+
+class SeaweedFS:
+    """`weed mini`: S3 on `s3_port`, the Iceberg REST catalog on `iceberg_port` (SigV4 with the admin keys), a general
+    bucket `warehouse` and a table bucket `tables`. stop() and start() keep its data directory."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.ports = {name: free_port() for name in _SEAWEED_PORTS}
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def s3_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.ports['s3.port']}"
+
+    @property
+    def iceberg_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['s3.port.iceberg']}"
+
+    def start(self) -> "SeaweedFS":
+        weed = Path(sys.executable).parent / "weed"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.process = subprocess.Popen(
+            [str(weed), "mini", f"-dir={self.directory}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+             "-bucket=warehouse", "-tableBucket=tables", "-admin.ui=false", "-webdav=false",
+             *(f"-{flag}={self.ports[flag]}" for flag in _SEAWEED_PORTS)],
+            env=_without_aws(os.environ) | dict(AWS_ACCESS_KEY_ID=SEAWEED_KEY, AWS_SECRET_ACCESS_KEY=SEAWEED_SECRET),
+            stdout=open(self.directory / "weed.log", "ab"), stderr=subprocess.STDOUT, start_new_session=True)
+        _wait(f"{self.iceberg_url}/v1/config", self.process)
+        _wait(self.s3_endpoint, self.process)
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.process = None
+
+
+class Moto:
+    """moto's server in this process (its backends, such as the STS roles it issued, can be looked at)."""
+
+    def __init__(self):
+        from moto.server import ThreadedMotoServer
+
+        self.port = free_port()
+        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "Moto":
+        self.server.start()
+        _wait(f"{self.endpoint}/moto-api/")
+        return self
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def assumed_roles(self) -> list:
+        from moto.sts.models import sts_backends
+
+        return [role for backend in sts_backends.values() for regional in backend.values()
+                for role in regional.assumed_roles]
+
+
+class TokenEndpoint:
+    """An OAuth2 token endpoint and the two REST catalog calls a client makes after it (config, namespaces), recording
+    every request as it arrived on the wire."""
+
+    TOKEN = "tok-123"
+
+    def __init__(self):
+        import json
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import parse_qs, urlsplit
+
+        seen = self.requests = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self, body: dict, status: int = 200) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                form = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode()).items()}
+                seen.append(("POST", self.path, dict(self.headers), form))
+                self._answer({"access_token": TokenEndpoint.TOKEN, "token_type": "bearer", "expires_in": 3600,
+                              "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"})
+
+            def do_GET(self):
+                url = urlsplit(self.path)
+                seen.append(("GET", url.path, dict(self.headers), {k: v[0] for k, v in parse_qs(url.query).items()}))
+                if self.headers.get("Authorization") != f"Bearer {TokenEndpoint.TOKEN}":
+                    return self._answer({"error": {"message": "no token", "type": "NotAuthorized", "code": 401}}, 401)
+                if url.path.endswith("/v1/config"):
+                    return self._answer({"defaults": {}, "overrides": {}})
+                return self._answer({"namespaces": [["shop"]]})
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        import threading
+
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+
+
+class MotoWithIam:
+    """moto's server in its own process with IAM enforced after its first `open_actions` requests (which set up the
+    identities the test uses): requests a policy does not allow are refused as AWS refuses them."""
+
+    def __init__(self, open_actions: int):
+        self.port = free_port()
+        self.open_actions = open_actions
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "MotoWithIam":
+        self.process = subprocess.Popen(
+            [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(self.port)],
+            env=dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT=str(self.open_actions)),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait(f"{self.endpoint}/moto-api/", self.process)
+        return self
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)

@@ -1,0 +1,251 @@
+"""Sinks on every Iceberg catalog type against real servers on 127.0.0.1: SeaweedFS for S3 Tables (SigV4) and REST,
+moto for Glue, S3 and STS. Rows are read back by DuckDB (httpfs) from the object store, not through icesink."""
+from __future__ import annotations
+
+import json
+import time
+
+import boto3
+import pytest
+
+import icesink
+from icesink.catalog_connections import aws as aws_connections
+from tests.conftest import error_of, rows
+from tests.readers import duckdb_rows
+from tests.runtime import caught_up, iceberg_table, wait_for
+from tests.servers import SEAWEED_KEY, SEAWEED_SECRET, Moto, MotoWithIam, SeaweedFS, TokenEndpoint
+
+MOTO_KEY, MOTO_SECRET = "testing", "testingsecret"
+
+
+@pytest.fixture(scope="module")
+def seaweed(tmp_path_factory):
+    server = SeaweedFS(tmp_path_factory.mktemp("seaweedfs")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def moto():
+    server = Moto().start()
+    s3 = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1", aws_access_key_id=MOTO_KEY,
+                      aws_secret_access_key=MOTO_SECRET)
+    s3.create_bucket(Bucket="lake")
+    yield server
+    server.stop()
+
+
+def seaweed_aws(seaweed, secret=SEAWEED_SECRET) -> str:
+    return f"""CREATE SECRET sw_secret AS '{secret}';
+        CREATE CONNECTION sw TO AWS (ENDPOINT '{seaweed.s3_endpoint}', REGION 'us-east-1',
+          ACCESS KEY ID '{SEAWEED_KEY}', SECRET ACCESS KEY SECRET sw_secret);"""
+
+
+def s3tables_setup(seaweed) -> str:
+    return seaweed_aws(seaweed) + f"""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 's3tablesrest', URL '{seaweed.iceberg_url}',
+          WAREHOUSE 's3://tables', AWS CONNECTION sw);"""
+
+
+def glue_setup(moto) -> str:
+    return f"""CREATE SECRET m_secret AS '{MOTO_SECRET}';
+        CREATE CONNECTION m TO AWS (ENDPOINT '{moto.endpoint}', REGION 'us-east-1', ACCESS KEY ID '{MOTO_KEY}',
+          SECRET ACCESS KEY SECRET m_secret);
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'glue', WAREHOUSE 's3://lake/warehouse',
+          AWS CONNECTION m);"""
+
+
+ORDERS = """
+    CREATE TABLE orders (id bigint NOT NULL, note text, PRIMARY KEY (id));
+    INSERT INTO orders VALUES (1, 'a'), (2, 'b'), (3, 'c');
+    CREATE SINK orders_lake FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE = 'shop{n}', TABLE = 'orders')
+      KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '1s');"""
+
+
+def run_round_trip(session, n: str, s3: dict | None):
+    """Inserts, updates and deletes reach the table; DuckDB and SELECT … FROM ICEBERG read the same rows."""
+    session.execute(ORDERS.format(n=n))
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
+    session.execute("UPDATE orders SET note = 'b2' WHERE id = 2; DELETE FROM orders WHERE id = 3;"
+                    "INSERT INTO orders VALUES (4, 'd')")
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the changes")
+    expected = [(1, "a"), (2, "b2"), (4, "d")]
+    location = iceberg_table(session, "orders_lake").metadata_location
+    assert duckdb_rows(location, "id, note", "id", s3=s3) == expected
+    assert rows(session, f"SELECT id, note FROM ICEBERG lake.shop{n}.orders ORDER BY id") == expected
+    status = rows(session, "SELECT st.status FROM mz_sinks s JOIN mz_internal.mz_sink_statuses st ON s.id = st.id")
+    assert status == [("running",)]
+    return location
+
+
+def test_s3tablesrest_on_seaweedfs(session, scheduler, seaweed):
+    session.execute(s3tables_setup(seaweed))
+    location = run_round_trip(session, "1", {"endpoint": seaweed.s3_endpoint, "key": SEAWEED_KEY,
+                                             "secret": SEAWEED_SECRET})
+    assert location.startswith("s3://")
+
+
+def test_rest_on_seaweedfs_with_oauth2(session, scheduler, seaweed):
+    """SeaweedFS's REST catalog exchanges S3 keys as OAuth2 client credentials at its own /v1/oauth/tokens."""
+    session.execute(seaweed_aws(seaweed) + f"""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL '{seaweed.iceberg_url}',
+          WAREHOUSE 's3://tables', CREDENTIAL = '{SEAWEED_KEY}:' || SECRET sw_secret, AWS CONNECTION sw);""")
+    run_round_trip(session, "4", {"endpoint": seaweed.s3_endpoint, "key": SEAWEED_KEY, "secret": SEAWEED_SECRET})
+
+
+def test_glue_on_moto(session, scheduler, moto):
+    session.execute(glue_setup(moto))
+    location = run_round_trip(session, "2", {"endpoint": moto.endpoint, "key": MOTO_KEY, "secret": MOTO_SECRET})
+    assert location.startswith("s3://lake/warehouse/")
+
+
+def test_local(session, scheduler):
+    session.execute("CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local')")
+    run_round_trip(session, "3", None)
+
+
+def test_oauth2_client_credentials_on_the_wire(session):
+    """pyiceberg's client-credentials flow with the secret read when connecting: a rotated secret is what the next
+    VALIDATE sends, without restarting anything."""
+    endpoint = TokenEndpoint()
+    try:
+        session.execute(f"""CREATE SECRET client_secret AS 'first-secret';
+            CREATE CONNECTION rest TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL '{endpoint.url}/api',
+              WAREHOUSE 'wh', CREDENTIAL = 'client-1:' || SECRET client_secret, SCOPE 'PRINCIPAL_ROLE:ALL',
+              OAUTH2 SERVER URL '{endpoint.url}/oauth/token')""")
+        posts = [r for r in endpoint.requests if r[0] == "POST"]
+        gets = {path: (headers, query) for method, path, headers, query in endpoint.requests if method == "GET"}
+        assert posts and {path for _, path, _, _ in posts} == {"/oauth/token"}
+        assert all(form == {"grant_type": "client_credentials", "client_id": "client-1",
+                            "client_secret": "first-secret", "scope": "PRINCIPAL_ROLE:ALL"} for *_, form in posts)
+        assert set(gets) == {"/api/v1/config", "/api/v1/namespaces"}  # VALIDATE lists namespaces
+        assert gets["/api/v1/config"][1] == {"warehouse": "wh"}
+        assert {headers["Authorization"] for headers, _ in gets.values()} == {f"Bearer {TokenEndpoint.TOKEN}"}
+        endpoint.requests.clear()
+        session.execute("ALTER SECRET client_secret AS 'second-secret'; VALIDATE CONNECTION rest")
+        assert endpoint.requests[0][3]["client_secret"] == "second-secret"
+    finally:
+        endpoint.stop()
+
+
+def sink_status(session, name="orders_lake"):
+    return rows(session, "SELECT st.status, st.error FROM mz_sinks s JOIN mz_internal.mz_sink_statuses st "
+                         f"ON s.id = st.id WHERE s.name = '{name}'")[0]
+
+
+def test_assumed_role_is_refreshed_while_a_sink_runs(session, scheduler, moto, monkeypatch):
+    """The role's credentials come from moto's STS; asked for 900 s and refreshed when 895 s are left, they are
+    assumed again within seconds, and the sink goes on committing with the new ones."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", MOTO_KEY)  # the engine's own credentials, which assume the role
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", MOTO_SECRET)
+    monkeypatch.setattr(aws_connections, "ROLE_SECONDS", 900)
+    monkeypatch.setattr(aws_connections, "REFRESH_BEFORE_EXPIRY", 895)
+    role = "arn:aws:iam::123456789012:role/icesink-writer"
+    before = len([r for r in moto.assumed_roles() if r.role_arn == role])
+    session.execute(f"""CREATE CONNECTION role TO AWS (ASSUME ROLE ARN '{role}', ASSUME ROLE SESSION NAME 'lake',
+          EXTERNAL ID 'shop-7', ENDPOINT '{moto.endpoint}', REGION 'us-east-1');
+        VALIDATE CONNECTION role;
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'glue', WAREHOUSE 's3://lake/roles',
+          AWS CONNECTION role);""")
+    session.execute(ORDERS.format(n="_role"))
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
+    for n in range(5, 12):
+        session.execute(f"INSERT INTO orders VALUES ({n}, 'n{n}')")
+        time.sleep(1.5)
+    wait_for(caught_up(session, "orders_lake", "orders"), what="commits with refreshed credentials")
+    assumed = [r for r in moto.assumed_roles() if r.role_arn == role][before:]
+    assert len(assumed) >= 3 and {r.session_name for r in assumed} == {"lake"}
+    assert {r.external_id for r in assumed} == {"shop-7"}
+    got = duckdb_rows(iceberg_table(session, "orders_lake").metadata_location, "count(*)", "1",
+                      s3={"endpoint": moto.endpoint, "key": MOTO_KEY, "secret": MOTO_SECRET})
+    assert got == [(10,)]
+    assert sink_status(session) == ("running", None)
+
+
+def test_a_sink_survives_its_catalog_server_stopping_for_30_seconds(session, scheduler, seaweed):
+    session.execute(s3tables_setup(seaweed))
+    session.execute(ORDERS.format(n="_outage"))
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
+    seaweed.stop()
+    stopped = time.time()
+    try:
+        session.execute("INSERT INTO orders VALUES (10, 'during'), (11, 'the outage'); DELETE FROM orders WHERE id = 1")
+        status, error = wait_for(lambda: sink_status(session)[0] == "stalled" and sink_status(session), timeout=60,
+                                 what="the sink to stall")
+        assert "cannot reach" in error or "connect" in error.lower(), error
+        time.sleep(max(0.0, 30 - (time.time() - stopped)))
+    finally:
+        seaweed.start()
+    wait_for(caught_up(session, "orders_lake", "orders"), timeout=180, what="the sink to resume")
+    wait_for(lambda: sink_status(session)[0] == "running", what="running again")
+    got = duckdb_rows(iceberg_table(session, "orders_lake").metadata_location, "id, note", "id",
+                      s3={"endpoint": seaweed.s3_endpoint, "key": SEAWEED_KEY, "secret": SEAWEED_SECRET})
+    assert got == [(2, "b"), (3, "c"), (10, "during"), (11, "the outage")]
+
+
+def test_a_wrong_secret_stalls_the_sink_until_it_is_rotated(session, scheduler, seaweed):
+    session.execute(seaweed_aws(seaweed, secret="not-the-secret") + f"""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 's3tablesrest', URL '{seaweed.iceberg_url}',
+          WAREHOUSE 's3://tables', AWS CONNECTION sw) WITH (VALIDATE = false);""")
+    session.execute(ORDERS.format(n="_rotated"))
+    status, error = wait_for(lambda: sink_status(session)[0] == "stalled" and sink_status(session),
+                             what="the sink to stall")
+    assert "credentials" in error and "not-the-secret" not in error, error
+    session.execute(f"ALTER SECRET sw_secret AS '{SEAWEED_SECRET}'")
+    wait_for(caught_up(session, "orders_lake", "orders"), timeout=120, what="the sink to recover")
+    wait_for(lambda: sink_status(session)[0] == "running", what="running again")
+
+
+@pytest.mark.parametrize("setup, message", [
+    pytest.param(lambda sw, m: seaweed_aws(sw, secret="wrong") + f"""CREATE CONNECTION lake TO ICEBERG CATALOG (
+        CATALOG TYPE 's3tablesrest', URL '{sw.iceberg_url}', WAREHOUSE 's3://tables', AWS CONNECTION sw)""",
+                 "connection 'lake': the Iceberg catalog refused the credentials", id="wrong-credentials"),
+    pytest.param(lambda sw, m: seaweed_aws(sw) + f"""CREATE CONNECTION lake TO ICEBERG CATALOG (
+        CATALOG TYPE 's3tablesrest', URL '{sw.iceberg_url}', WAREHOUSE 's3://no-such-bucket', AWS CONNECTION sw)""",
+                 "connection 'lake': unknown warehouse 's3://no-such-bucket' (for S3 Tables, the table bucket's ARN)",
+                 id="unknown-warehouse"),
+    pytest.param(lambda sw, m: seaweed_aws(sw) + """CREATE CONNECTION lake TO ICEBERG CATALOG (
+        CATALOG TYPE 's3tablesrest', URL 'http://127.0.0.1:9', WAREHOUSE 's3://tables', AWS CONNECTION sw)""",
+                 "connection 'lake': cannot reach the Iceberg catalog at http://127.0.0.1:9", id="unreachable"),
+    pytest.param(lambda sw, m: glue_setup(m).replace("s3://lake/", "s3://no-such-bucket/"),
+                 "connection 'lake': the bucket 'no-such-bucket' of WAREHOUSE does not exist", id="missing-bucket"),
+    pytest.param(lambda sw, m: f"""CREATE SECRET m_secret AS 'x';
+        CREATE CONNECTION m TO AWS (ENDPOINT 'http://127.0.0.1:9', ACCESS KEY ID 'k', SECRET ACCESS KEY SECRET m_secret)
+          WITH (VALIDATE = true)""",
+                 "AWS connection 'm': checking its credentials with STS failed: cannot reach http://127.0.0.1:9",
+                 id="aws-unreachable"),
+])
+def test_validation_errors_say_what_to_fix(session, seaweed, moto, setup, message):
+    error = error_of(session, setup(seaweed, moto))
+    assert error.message.startswith(message), error.message
+    assert "Traceback" not in error.message
+
+
+@pytest.fixture(scope="module")
+def read_only_identity():
+    """moto with IAM enforced, a bucket, and keys allowed to read it and use Glue but not to write objects."""
+    server = MotoWithIam(open_actions=5).start()
+    given = dict(endpoint_url=server.endpoint, region_name="us-east-1", aws_access_key_id="setup",
+                 aws_secret_access_key="setup")
+    boto3.client("s3", **given).create_bucket(Bucket="lake")
+    iam = boto3.client("iam", **given)
+    iam.create_user(UserName="reader")
+    iam.put_user_policy(UserName="reader", PolicyName="read", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Resource": "*", "Action": [
+            "glue:*", "s3:GetObject", "s3:ListBucket", "s3:HeadBucket", "sts:GetCallerIdentity"]}]}))
+    key = iam.create_access_key(UserName="reader")["AccessKey"]
+    yield server, key["AccessKeyId"], key["SecretAccessKey"]
+    server.stop()
+
+
+def test_permission_denied_stalls_the_sink_and_says_so(session, scheduler, read_only_identity):
+    server, key_id, secret = read_only_identity
+    session.execute(f"""CREATE SECRET reader_secret AS '{secret}';
+        CREATE CONNECTION reader TO AWS (ENDPOINT '{server.endpoint}', REGION 'us-east-1', ACCESS KEY ID '{key_id}',
+          SECRET ACCESS KEY SECRET reader_secret) WITH (VALIDATE = true);
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'glue', WAREHOUSE 's3://lake/warehouse',
+          AWS CONNECTION reader);""")  # validation passes: listing and reading are allowed
+    session.execute(ORDERS.format(n="_denied"))
+    status, error = wait_for(lambda: sink_status(session)[0] == "stalled" and sink_status(session),
+                             what="the sink to stall")
+    assert "permission denied" in error and secret not in error, error
