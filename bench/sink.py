@@ -1,6 +1,6 @@
 """Sink throughput and freshness: LOAD GENERATOR KEY VALUE upserting into an Iceberg table of --keys rows.
 
-    .venv/bin/python bench/sink.py --keys 1000000 --batch 100000 --interval 5s --seconds 120
+    .venv/bin/python bench/sink.py --keys 1000000 --batch 100000 --interval 5s --seconds 120 [--catalog s3tables]
 
 Prints upserts committed per second in steady state (after --warmup), p50/p95 freshness (a change made -> the
 commit holding it, i.e. visible to readers), and batch latency from the first batch on. A figure, not a test.
@@ -53,6 +53,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=30, help="seconds after loading before measuring, for the "
                         "backlog the load left to drain")
     parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--catalog", choices=("local", "s3tables"), default="local",
+                        help="s3tables: SeaweedFS's S3 Tables endpoint and S3, started on 127.0.0.1 for the run")
     args = parser.parse_args()
 
     logging.basicConfig(level=logging.WARNING)
@@ -64,8 +66,20 @@ def main() -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="icesink-bench-"))
     session = icesink.connect(data_dir)
     spark = get_spark(args.master)
+    seaweed = None
+    if args.catalog == "s3tables":
+        from tests.servers import SEAWEED_KEY, SEAWEED_SECRET, SeaweedFS
+
+        seaweed = SeaweedFS(data_dir / "seaweedfs").start()
+        session.execute(f"""
+            CREATE SECRET s3_secret AS '{SEAWEED_SECRET}';
+            CREATE CONNECTION s3 TO AWS (ENDPOINT '{seaweed.s3_endpoint}', REGION 'us-east-1',
+                ACCESS KEY ID '{SEAWEED_KEY}', SECRET ACCESS KEY SECRET s3_secret);
+            CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 's3tablesrest', URL '{seaweed.iceberg_url}',
+                WAREHOUSE 's3://tables', AWS CONNECTION s3);""")
+    else:
+        session.execute("CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local')")
     session.execute(f"""
-        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
         CREATE SOURCE kv FROM LOAD GENERATOR KEY VALUE (KEYS {args.keys}, BATCH SIZE {args.batch},
             TICK INTERVAL '{args.tick}');
         CREATE SINK kv_lake FROM kv INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'bench', TABLE 'kv')
@@ -76,7 +90,8 @@ def main() -> None:
     source = session.catalog.get("kv")
     tick_ms = source.descriptor.settings.tick_interval_ms or 1000
     start_ms = int(datetime.fromisoformat(source.created_at).timestamp() * 1000)
-    catalog = connector_for(session.catalog.get("lake"), None, session.catalog).load_catalog()
+    catalog = connector_for(session.catalog.get("lake"), session.executor.secret_value,
+                            session.catalog).load_catalog()
 
     def committed_rows():
         try:
@@ -95,6 +110,8 @@ def main() -> None:
     first_steady = len(commits.seen)
     time.sleep(args.seconds)
     scheduler.stop()
+    if seaweed is not None:
+        seaweed.stop()
 
     steady = commits.seen[first_steady:]
     if len(steady) < 2:

@@ -249,3 +249,27 @@ def test_permission_denied_stalls_the_sink_and_says_so(session, scheduler, read_
     status, error = wait_for(lambda: sink_status(session)[0] == "stalled" and sink_status(session),
                              what="the sink to stall")
     assert "permission denied" in error and secret not in error, error
+
+
+def test_files_of_expired_snapshots_are_deleted_from_s3(session, scheduler, seaweed, monkeypatch):
+    """Every upsert rewrites the file holding its key; once the snapshots that referenced the old file expire, the
+    file is deleted from the bucket: what remains is what the kept snapshots reference, and their metadata."""
+    from icesink.engine.sink import committer
+
+    monkeypatch.setattr(committer, "KEEP_SNAPSHOTS", 2)
+    session.execute(s3tables_setup(seaweed))
+    session.execute(ORDERS.format(n="_expiry"))
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
+    for n in range(8):
+        session.execute(f"UPDATE orders SET note = 'v{n}' WHERE id = 1")
+        wait_for(caught_up(session, "orders_lake", "orders"), what=f"update {n}")
+    table = iceberg_table(session, "orders_lake")
+    referenced = {task.file_path for snapshot in table.metadata.snapshots
+                  for task in table.scan(snapshot_id=snapshot.snapshot_id).plan_files()
+                  for task in [task.file]}
+    bucket, prefix = table.location().removeprefix("s3://").split("/", 1)
+    s3 = boto3.client("s3", endpoint_url=seaweed.s3_endpoint, region_name="us-east-1",
+                      aws_access_key_id=SEAWEED_KEY, aws_secret_access_key=SEAWEED_SECRET)
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/data/").get("Contents", [])
+    stored = {f"s3://{bucket}/{o['Key']}" for o in listed if not o['Key'].endswith('/')}  # not the folder
+    assert len(table.metadata.snapshots) <= 3 and stored == referenced

@@ -1,6 +1,7 @@
 """One batch, one snapshot: the commit protocol of docs/commit-protocol.md.
 
-Data files are written before the commit (orphans if it fails). The commit itself re-reads the table,
+Data files are written before the commit; an attempt that does not land has its files deleted, and so do files
+that only expired snapshots referenced. The commit itself re-reads the table,
 recognises a batch that already landed, refuses to write behind a newer sink version or over a range
 someone else wrote, and commits with a requirement on the snapshot it planned against: on conflict it
 plans again rather than letting a library replay the write.
@@ -56,6 +57,9 @@ class Committer:
         self.sink_id = sink_id
         self.version = version
         self.commits = 0
+        # (snapshot, files it removed): once no older snapshot is kept, nothing references those files
+        self._retired: list[tuple[int, list[str]]] = []
+        self._io = None
 
     def resume_point(self) -> Optional[Progress]:
         progress = latest_progress(self.load_table(), self.sink_id)
@@ -89,6 +93,8 @@ class Committer:
                 if progress.foreign_writes:
                     log.warning("sink %s: %d snapshots by other writers since its last commit", self.sink_id,
                                 len(progress.foreign_writes))
+            if planned is not None:  # the earlier attempt did not land: nothing will ever reference its files
+                self._delete([f.file_path for f in planned.added])
             planned = plan_files(table, after)
             if not planned.rows and after == lower.offset:
                 return None
@@ -103,6 +109,8 @@ class Committer:
                 log.info("sink %s: commit attempt %d lost a race (%s); planning again", self.sink_id, attempt, exc)
                 continue
             self.commits += 1
+            if planned.removed:
+                self._retired.append((snapshot_id, [f.file_path for f in planned.removed]))
             return Outcome(snapshot_id, False, frontier, planned)
         raise CommitConflict(f"{MAX_ATTEMPTS} commit attempts in a row lost to concurrent commits")
 
@@ -118,7 +126,30 @@ class Committer:
             try:
                 table.maintenance.expire_snapshots().by_ids(old).commit()
             except CommitFailedException:
-                pass  # maintenance waits for the next round
+                return  # maintenance waits for the next round
+            self._delete_retired(self.load_table())
+
+    def _delete_retired(self, table) -> None:
+        """Deletes the files that only expired snapshots referenced: those a commit removed, once the commit's
+        snapshot is the oldest kept (or is gone itself)."""
+        kept = [s.snapshot_id for s in sorted(table.metadata.snapshots, key=lambda s: s.sequence_number)]
+        self._io = table.io
+        still = []
+        for snapshot_id, paths in self._retired:
+            if kept and snapshot_id in kept[1:]:
+                still.append((snapshot_id, paths))
+            else:
+                self._delete(paths)
+        self._retired = still
+
+    def _delete(self, paths: list[str]) -> None:
+        """Best effort: a file left behind costs storage, never correctness."""
+        io = self._io or self.load_table().io
+        for path in paths:
+            try:
+                io.delete(path)
+            except Exception as exc:
+                log.info("sink %s: could not delete %s (%s)", self.sink_id, path, exc)
 
 
 def _upper(planned: BatchFiles) -> Frontier:
