@@ -75,3 +75,14 @@ def test_the_log_is_compacted_below_what_every_reader_acknowledged(orders, monke
     assert [(offset, diff, row[:2]) for offset, diff, _, row in log] == [
         (5, 1, [1, "a2"]), (7, 1, [2, "b2"]), (11, 1, [3, "c3"])]
     assert store.floor(table_id) == 11
+
+
+def test_numeric_values_compare_as_numbers(session):
+    """numeric is kept as exact decimal text; comparisons, ORDER BY, min/max and the key still follow its value."""
+    session.execute("CREATE TABLE prices (id int, amount numeric(10, 2), PRIMARY KEY (amount));"
+                    "INSERT INTO prices VALUES (1, 10), (2, 9.5), (3, 100)")
+    assert rows(session, "SELECT amount FROM prices ORDER BY amount") == [("9.50",), ("10.00",), ("100.00",)]
+    assert rows(session, "SELECT id FROM prices WHERE amount > 20") == [(3,)]
+    assert rows(session, "SELECT id FROM prices WHERE amount > id * 5 ORDER BY id") == [(1,), (3,)]
+    assert rows(session, "SELECT min(amount), max(amount) FROM prices") == [("9.50", "100.00")]
+    assert "duplicate" in error_of(session, "INSERT INTO prices VALUES (4, 10.0)").message.lower()

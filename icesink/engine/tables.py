@@ -10,6 +10,8 @@ table plus its unacknowledged tail.
 """
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
+
 import json
 import sqlite3
 from pathlib import Path
@@ -43,6 +45,18 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+NUMERIC_COLLATION = "icesink_numeric"
+
+
+def _compare_numeric(a: str, b: str) -> int:
+    """numeric values are kept as exact decimal text; comparing them as text would put '9.50' above '10.00'."""
+    try:
+        x, y = Decimal(a), Decimal(b)
+    except InvalidOperation:
+        x, y = a, b
+    return (x > y) - (x < y)
+
+
 def _affinity(type_name: str) -> str:
     # bytea is kept as Postgres hex text ('\\x…'): the JSON change log cannot hold blobs
     return _AFFINITY.get(base_type(type_name), "TEXT")
@@ -54,6 +68,7 @@ class TableStore:
         with database_errors(path, "engine tables"):
             self.db = connect_wal(path)
             self.db.create_function("icesink_in", 3, sql_function(column_input), deterministic=True)
+            self.db.create_collation(NUMERIC_COLLATION, _compare_numeric)
             self.db.execute("PRAGMA synchronous = FULL")  # a write returns only once it is on disk
             self.db.execute("CREATE TABLE IF NOT EXISTS changes (offset INTEGER PRIMARY KEY AUTOINCREMENT,"
                             " table_id TEXT NOT NULL, diff INTEGER NOT NULL, ts INTEGER NOT NULL, row TEXT NOT NULL)")
@@ -74,7 +89,8 @@ class TableStore:
             check = (f"CONSTRAINT {quote('type:' + column.name)} "
                      f"CHECK (typeof({quote(column.name)}) IN ({_TYPEOF[affinity]}, 'null'))")
             null = "" if column.nullable else " NOT NULL"
-            definitions.append(f"{quote(column.name)} {affinity}{null} {check}")
+            collate = f" COLLATE {NUMERIC_COLLATION}" if base_type(column.type) == "numeric" else ""
+            definitions.append(f"{quote(column.name)} {affinity}{collate}{null} {check}")
         if primary_key:
             definitions.append(f"PRIMARY KEY ({', '.join(map(quote, primary_key))})")
         new = "json_array(" + ", ".join(f"NEW.{quote(c.name)}" for c in columns) + ")"
