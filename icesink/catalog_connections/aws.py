@@ -142,7 +142,11 @@ class AwsConnector(Connector):
         if self.options.assume_role_arn:
             with _roles_lock:
                 _roles.clear()
-            self._client("sts", self.credentials()).get_caller_identity()
+            assumed = self.credentials()
+            try:
+                self._client("sts", assumed).get_caller_identity()
+            except Exception as exc:
+                raise self.explain(exc, f"using the role {self.options.assume_role_arn}") from None
 
     def s3_properties(self) -> dict[str, str]:
         """pyiceberg's FileIO properties for data files on S3 with these credentials (its pyarrow FileIO on Spark's
