@@ -301,3 +301,18 @@ def test_the_s3_tables_example_runs(tmp_path, seaweed):
     header = lines.index(["bids_in_s3_tables", "newest_bid"])
     counts = [int(line[0]) for line in lines[header:] if len(line) == 2 and line[0].isdigit()]
     assert counts[-1] > 0 and counts == sorted(counts)
+
+
+def test_validating_aws_credentials_names_the_one_that_is_wrong(session, read_only_identity):
+    server, key_id, secret = read_only_identity
+    session.execute(f"CREATE SECRET good AS '{secret}'; CREATE SECRET bad AS 'not-it'")
+    connection = ("CREATE CONNECTION {name} TO AWS (ENDPOINT '" + server.endpoint + "', REGION 'us-east-1', "
+                  "ACCESS KEY ID '{key}', SECRET ACCESS KEY SECRET {secret}) WITH (VALIDATE = true)")
+    session.execute(connection.format(name="ok", key=key_id, secret="good"))
+    unknown = error_of(session, connection.format(name="unknown", key="AKIAUNKNOWN000000000", secret="good"))
+    assert unknown.message.startswith("AWS connection 'unknown': checking its credentials with STS failed: "
+                                      "InvalidClientTokenId"), unknown.message
+    assert unknown.message.endswith("(the access key ID is not known)")
+    wrong = error_of(session, connection.format(name="wrong", key=key_id, secret="bad"))
+    assert wrong.message.endswith("(the secret access key is wrong)"), wrong.message
+    assert "not-it" not in wrong.message and secret not in wrong.message
