@@ -70,7 +70,24 @@ class SeaweedFS:
             stdout=open(self.directory / "weed.log", "ab"), stderr=subprocess.STDOUT, start_new_session=True)
         _wait(f"{self.iceberg_url}/v1/config", self.process)
         _wait(self.s3_endpoint, self.process)
+        self._wait_for_table_bucket()
         return self
+
+    def _wait_for_table_bucket(self, timeout: float = 30) -> None:
+        """`weed mini` creates the table bucket a moment after its endpoints answer."""
+        import boto3
+
+        tables = boto3.client("s3tables", endpoint_url=self.s3_endpoint, region_name="us-east-1",
+                              aws_access_key_id=SEAWEED_KEY, aws_secret_access_key=SEAWEED_SECRET)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                if any(b["name"] == "tables" for b in tables.list_table_buckets()["tableBuckets"]):
+                    return
+            except Exception:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"SeaweedFS created no table bucket in {timeout}s")
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
