@@ -66,7 +66,6 @@ def main() -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="icesink-bench-"))
     session = icesink.connect(data_dir)
     spark = get_spark(args.master)
-    seaweed = None
     if args.catalog == "s3tables":
         from tests.servers import SEAWEED_KEY, SEAWEED_SECRET, SeaweedFS
 
@@ -110,8 +109,6 @@ def main() -> None:
     first_steady = len(commits.seen)
     time.sleep(args.seconds)
     scheduler.stop()
-    if seaweed is not None:
-        seaweed.stop()
 
     steady = commits.seen[first_steady:]
     if len(steady) < 2:

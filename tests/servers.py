@@ -2,6 +2,7 @@
 moto (S3, Glue, STS). Each is started once per test module that needs it."""
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import socket
@@ -62,6 +63,7 @@ class SeaweedFS:
     def start(self) -> "SeaweedFS":
         weed = Path(sys.executable).parent / "weed"
         self.directory.mkdir(parents=True, exist_ok=True)
+        atexit.register(self.stop)  # a run that fails half-way leaves no server behind
         self.process = subprocess.Popen(
             [str(weed), "mini", f"-dir={self.directory}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
              "-bucket=warehouse", "-tableBucket=tables", "-admin.ui=false", "-webdav=false",
