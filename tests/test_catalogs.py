@@ -309,7 +309,7 @@ def test_validating_aws_credentials_names_the_one_that_is_wrong(session, read_on
     connection = ("CREATE CONNECTION {name} TO AWS (ENDPOINT '" + server.endpoint + "', REGION 'us-east-1', "
                   "ACCESS KEY ID '{key}', SECRET ACCESS KEY SECRET {secret}) WITH (VALIDATE = true)")
     session.execute(connection.format(name="ok", key=key_id, secret="good"))
-    unknown = error_of(session, connection.format(name="unknown", key="AKIAUNKNOWN000000000", secret="good"))
+    unknown = error_of(session, connection.format(name="unknown", key="no-such-key-id", secret="good"))
     assert unknown.message.startswith("AWS connection 'unknown': checking its credentials with STS failed: "
                                       "InvalidClientTokenId"), unknown.message
     assert unknown.message.endswith("(the access key ID is not known)")
