@@ -3,13 +3,17 @@ moto (S3, Glue, STS). Each is started once per test module that needs it."""
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import requests
 
@@ -137,10 +141,6 @@ class TokenEndpoint:
     TOKEN = "tok-123"
 
     def __init__(self):
-        import json
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-        from urllib.parse import parse_qs, urlsplit
-
         seen = self.requests = []
 
         class Handler(BaseHTTPRequestHandler):
@@ -173,8 +173,6 @@ class TokenEndpoint:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        import threading
-
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def stop(self) -> None:

@@ -3,14 +3,16 @@ moto for Glue, S3 and STS. Rows are read back by DuckDB (httpfs) from the object
 from __future__ import annotations
 
 import json
+import subprocess
 import time
+from pathlib import Path
 
 import boto3
 import pytest
 
 import icesink
 from icesink.catalog_connections import aws as aws_connections
-from tests.conftest import error_of, rows
+from tests.conftest import ICESINK, cli_env, error_of, rows
 from tests.readers import duckdb_rows
 from tests.runtime import caught_up, iceberg_table, wait_for
 from tests.servers import SEAWEED_KEY, SEAWEED_SECRET, Moto, MotoWithIam, SeaweedFS, TokenEndpoint
@@ -284,11 +286,6 @@ def test_files_of_expired_snapshots_are_deleted_from_s3(session, scheduler, seaw
 
 def test_the_s3_tables_example_runs(tmp_path, seaweed):
     """examples/s3tables.sql (what `make demo-s3tables` runs), pointed at this module's SeaweedFS."""
-    import subprocess
-    from pathlib import Path
-
-    from tests.conftest import ICESINK, cli_env
-
     text = (Path(__file__).parent.parent / "examples" / "s3tables.sql").read_text()
     script = tmp_path / "s3tables.sql"
     script.write_text(text.replace("http://127.0.0.1:8333", seaweed.s3_endpoint)

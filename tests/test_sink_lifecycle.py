@@ -71,12 +71,17 @@ def test_unwritable_warehouse_stalls_then_recovers(session, scheduler):
     assert got == [(1, "A"), (2, "b"), (3, "c")]
 
 
-def test_a_zombie_is_fenced_and_the_table_stays_intact(session, scheduler, spark):
+def _newer_incarnation(session, spark) -> SinkRunner:
+    """Once the scheduler's runner (version 1) has committed, a second runner of the same sink starts: version 2."""
     session.execute(ORDERS + "INSERT INTO orders VALUES (1, 'a')")
     wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
-    sink = session.catalog.get("orders_lake")
-    newer = SinkRunner(session.catalog, sink, spark, session.executor.secret_value)  # a new incarnation: version 2
+    newer = SinkRunner(session.catalog, session.catalog.get("orders_lake"), spark, session.executor.secret_value)
     newer.start()
+    return newer
+
+
+def test_a_zombie_is_fenced_and_the_table_stays_intact(session, scheduler, spark):
+    newer = _newer_incarnation(session, spark)
     try:
         for i in range(2, 6):
             session.execute(f"INSERT INTO orders VALUES ({i}, 'n{i}')")
@@ -95,11 +100,7 @@ def test_a_zombie_fenced_in_its_own_batch_fails_once_and_is_not_started_again(se
     """Without the idle check, the zombie learns of the newer version from its next batch; the scheduler then sees its
     query stop, and must neither start it again nor record the failure twice."""
     monkeypatch.setattr("icesink.engine.scheduler.FENCING_CHECK_SECONDS", 3600)
-    session.execute(ORDERS + "INSERT INTO orders VALUES (1, 'a')")
-    wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
-    sink = session.catalog.get("orders_lake")
-    newer = SinkRunner(session.catalog, sink, spark, session.executor.secret_value)  # a new incarnation: version 2
-    newer.start()
+    newer = _newer_incarnation(session, spark)
     try:
         version = lambda: iceberg_table(session, "orders_lake").current_snapshot().summary.additional_properties.get(
             "icesink.sink-version")

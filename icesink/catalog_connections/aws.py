@@ -4,13 +4,14 @@ expires, or that default chain alone when neither is given. ENDPOINT points ever
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
 from typing import Optional
 
 from ..errors import PlanError
-from ..model.descriptors import AwsOptions, SecretRef
+from ..model.descriptors import AwsOptions
 from ..model.options import OptionSpec, Rules, text
 from .base import ConnectionInvalid, ConnectionKind, Connector
 
@@ -71,17 +72,12 @@ class AwsConnector(Connector):
     def endpoint(self) -> Optional[str]:
         return self.options.endpoint
 
-    def _value(self, value) -> Optional[str]:
-        if isinstance(value, SecretRef):
-            return (value.prefix or "") + self._secret(value.secret_id)
-        return value
-
     def _base_credentials(self) -> AwsCredentials:
         """The keys the connection names, else boto3's default chain (environment, profile, instance role)."""
         if self.options.access_key_id is not None:
-            return AwsCredentials(self._value(self.options.access_key_id),
-                                  self._value(self.options.secret_access_key),
-                                  self._value(self.options.session_token))
+            return AwsCredentials(self.value(self.options.access_key_id),
+                                  self.value(self.options.secret_access_key),
+                                  self.value(self.options.session_token))
         import boto3
 
         found = boto3.Session(region_name=self.region).get_credentials()
@@ -199,5 +195,16 @@ _HINTS = {
     "NoSuchBucket": "the bucket does not exist",
     "403": "permission denied",
 }
+# pyarrow's S3 errors (on the driver or a Spark executor) spell the same codes in upper snake case, deep in the text
+_HINTS_IN_TEXT = [(re.compile(rf"\b({code}|{re.sub(r'(?<!^)(?=[A-Z])', '_', code).upper()})\b"), hint)
+                  for code, hint in _HINTS.items() if not code.isdigit()]
+
+
+def storage_hint(cause: str) -> str:
+    """A failure an object store reported, said first in a user's words when it names an AWS error code."""
+    for pattern, hint in _HINTS_IN_TEXT:
+        if pattern.search(cause):
+            return f"object store: {hint}: {cause}"
+    return cause
 
 KIND = ConnectionKind("aws", "AWS connection", OPTIONS, AwsOptions, check, AwsConnector)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import IcesinkError, NotSupportedYet
-from ..model.descriptors import ConnectionDescriptor
+from ..model.descriptors import ConnectionDescriptor, SecretRef
 from ..model.options import OptionSpec
 
 
@@ -25,6 +25,12 @@ class Connector(ABC):
         self._secret = secret  # secret id -> value, read only when connecting
         self._catalog = catalog  # for the connections this one names
         self.data_dir = Path(catalog.data_dir)
+
+    def value(self, option):
+        """An option's value, a secret read from the store as of now (`'prefix' || SECRET s` joined)."""
+        if isinstance(option, SecretRef):
+            return (option.prefix or "") + self._secret(option.secret_id)
+        return option
 
     def connection(self, connection_id: str) -> "Connector":
         """The connector of another connection this one uses (an Iceberg catalog's AWS connection)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..catalog.private import private_file
 from ..errors import PlanError
-from ..model.descriptors import IcebergCatalogOptions, SecretRef
+from ..model.descriptors import IcebergCatalogOptions
 from ..model.options import OptionSpec, Rules, text
 from .base import ConnectionInvalid, ConnectionKind, Connector
 
@@ -86,11 +86,6 @@ class IcebergCatalogConnector(Connector):
         ref = self.options.aws_connection
         return self.connection(ref.connection_id) if ref is not None else None
 
-    def _value(self, value) -> str | None:
-        if isinstance(value, SecretRef):
-            return (value.prefix or "") + self._secret(value.secret_id)
-        return value
-
     def catalog_properties(self) -> dict[str, str]:
         """The properties pyiceberg's load_catalog takes for this connection, credentials as of now."""
         return getattr(self, f"_{self.catalog_type}_properties")()
@@ -105,8 +100,8 @@ class IcebergCatalogConnector(Connector):
     def _rest_properties(self) -> dict[str, str]:
         options = self.options
         properties = {"type": "rest", "uri": options.url}
-        for key, value in (("warehouse", options.warehouse), ("credential", self._value(options.credential)),
-                           ("token", self._value(options.token)), ("scope", options.scope),
+        for key, value in (("warehouse", options.warehouse), ("credential", self.value(options.credential)),
+                           ("token", self.value(options.token)), ("scope", options.scope),
                            ("oauth2-server-uri", options.oauth2_server_url)):
             if value:
                 properties[key] = value

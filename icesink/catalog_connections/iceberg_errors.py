@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .aws import aws_cause
+from .aws import aws_cause, storage_hint
 
 
 def catalog_cause(exc: BaseException, connector) -> str:
@@ -37,22 +37,6 @@ def catalog_cause(exc: BaseException, connector) -> str:
     if isinstance(exc, (iceberg.ServerError, iceberg.RESTError, iceberg.BadRequestError)):
         return f"the Iceberg catalog at {where} answered: {message}"
     return storage_hint(f"{type(exc).__name__}: {message}")
-
-
-_STORAGE_HINTS = ((re.compile(r"ACCESS_DENIED|AccessDenied|Access Denied"), "permission denied by the object store"),
-                  (re.compile(r"NoSuchBucket|NO_SUCH_BUCKET"), "the bucket does not exist"),
-                  (re.compile(r"ExpiredToken|token has expired", re.I), "the session token has expired"),
-                  (re.compile(r"InvalidAccessKeyId|SignatureDoesNotMatch|INVALID_ACCESS_KEY_ID|SIGNATURE_DOES_NOT_MATCH"),
-                   "the object store refused the credentials"))
-
-
-def storage_hint(cause: str) -> str:
-    """A failure an object store reported through pyarrow (on the driver or an executor), said first in a user's
-    words: pyarrow's own text names the AWS error code deep inside."""
-    for pattern, hint in _STORAGE_HINTS:
-        if pattern.search(cause):
-            return f"{hint}: {cause}"
-    return cause
 
 
 def _first_line(exc: BaseException) -> str:

@@ -27,8 +27,9 @@ _EXTERNAL_MODULES = ("requests", "urllib3", "botocore", "boto3", "pyiceberg.exce
 
 
 def is_external(failure: BaseException) -> bool:
-    """Raised by a catalog's or an object store's client: its connection can say it in the user's terms."""
-    return type(failure).__module__.startswith(_EXTERNAL_MODULES)
+    """Raised by a catalog's or an object store's client (pyarrow's S3 errors are OSErrors): its connection can say
+    it in the user's terms."""
+    return isinstance(failure, OSError) or type(failure).__module__.startswith(_EXTERNAL_MODULES)
 
 
 def cause_of(failure) -> str:

@@ -59,7 +59,6 @@ class Committer:
         self.commits = 0
         # (snapshot, files it removed): once no older snapshot is kept, nothing references those files
         self._retired: list[tuple[int, list[str]]] = []
-        self._io = None
 
     def resume_point(self) -> Optional[Progress]:
         progress = latest_progress(self.load_table(), self.sink_id)
@@ -94,7 +93,7 @@ class Committer:
                     log.warning("sink %s: %d snapshots by other writers since its last commit", self.sink_id,
                                 len(progress.foreign_writes))
             if planned is not None:  # the earlier attempt did not land: nothing will ever reference its files
-                self._delete([f.file_path for f in planned.added])
+                _delete(table.io, [f.file_path for f in planned.added], self.sink_id)
             planned = plan_files(table, after)
             if not planned.rows and after == lower.offset:
                 return None
@@ -127,29 +126,28 @@ class Committer:
                 table.maintenance.expire_snapshots().by_ids(old).commit()
             except CommitFailedException:
                 return  # maintenance waits for the next round
-            self._delete_retired(self.load_table())
+            kept = [s.snapshot_id for s in snapshots if s.snapshot_id not in old]
+            self._delete_retired(table.io, kept)
 
-    def _delete_retired(self, table) -> None:
+    def _delete_retired(self, io, kept: list[int]) -> None:
         """Deletes the files that only expired snapshots referenced: those a commit removed, once the commit's
         snapshot is the oldest kept (or is gone itself)."""
-        kept = [s.snapshot_id for s in sorted(table.metadata.snapshots, key=lambda s: s.sequence_number)]
-        self._io = table.io
         still = []
         for snapshot_id, paths in self._retired:
-            if kept and snapshot_id in kept[1:]:
+            if snapshot_id in kept[1:]:
                 still.append((snapshot_id, paths))
             else:
-                self._delete(paths)
+                _delete(io, paths, self.sink_id)
         self._retired = still
 
-    def _delete(self, paths: list[str]) -> None:
-        """Best effort: a file left behind costs storage, never correctness."""
-        io = self._io or self.load_table().io
-        for path in paths:
-            try:
-                io.delete(path)
-            except Exception as exc:
-                log.info("sink %s: could not delete %s (%s)", self.sink_id, path, exc)
+
+def _delete(io, paths: list[str], sink_id: str) -> None:
+    """Best effort: a file left behind costs storage, never correctness."""
+    for path in paths:
+        try:
+            io.delete(path)
+        except Exception as exc:
+            log.info("sink %s: could not delete %s (%s)", sink_id, path, exc)
 
 
 def _upper(planned: BatchFiles) -> Frontier:

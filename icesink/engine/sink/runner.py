@@ -7,7 +7,7 @@ import time
 
 from ...catalog.store import Catalog, CatalogObject, now
 from ...catalog_connections import connector_for
-from ...catalog_connections.iceberg_errors import storage_hint
+from ...catalog_connections.aws import storage_hint
 from ...model.descriptors import SinkDescriptor
 from ...model.frontier import Frontier
 from ..failures import cause_of, is_external, needs_action
@@ -47,9 +47,12 @@ class SinkRunner:
         return self.lifecycle.failure
 
     def _load_table(self):
-        """Through the connection each time: the catalog is built again when its credentials change (a rotated
-        secret, a refreshed role)."""
-        return self.connector.load_catalog().load_table(self.descriptor.identifier)
+        return self.iceberg.load_table(self.descriptor.identifier)
+
+    def _connect(self) -> None:
+        """Once per start and per batch, not per table load: the connection reads its secrets and credentials, and
+        builds the catalog again only when they changed (a rotated secret, a refreshed role)."""
+        self.iceberg = self.connector.load_catalog()
 
     def start(self) -> None:
         """Takes the sink over as a new incarnation: its version is above every earlier one's, so an older runner
@@ -58,7 +61,8 @@ class SinkRunner:
         connection = self.catalog.get_by_id(self.descriptor.connection_id)
         self.connector = connector_for(connection, self.secret, self.catalog)
         try:
-            table = ensure_table(self.connector.load_catalog(), self.descriptor)
+            self._connect()
+            table = ensure_table(self.iceberg, self.descriptor)
             written = latest_progress(table, self.sink.id)
             version = self.catalog.next_incarnation(self.sink.id, written.version if written else 0)
             self.committer = Committer(self._load_table, self.sink.id, version)
@@ -69,7 +73,7 @@ class SinkRunner:
             self.input.check_resume(self.frontier)
             stream = self.input.stream(self.spark, self.frontier)
         except Exception as exc:
-            if is_external(exc) or isinstance(exc, OSError):
+            if is_external(exc):
                 raise self.connector.explain(exc) from None
             if not needs_action(exc):
                 raise
@@ -130,6 +134,7 @@ class SinkRunner:
         if self.stopping:
             return  # shutting down: the batch is abandoned unwritten, and read again after a restart
         started = time.time()
+        self._connect()
         outcome = self.committer.commit(self.frontier, lambda table, after: self.writer.plan(changes, table, after))
         if outcome is None:
             return
