@@ -231,20 +231,30 @@ def test_validation_errors_say_what_to_fix(session, seaweed, moto, setup, messag
 
 
 @pytest.fixture(scope="module")
-def read_only_identity():
-    """moto with IAM enforced, a bucket, and keys allowed to read it and use Glue but not to write objects."""
-    server = MotoWithIam(open_actions=5).start()
+def identities():
+    """moto with IAM enforced and a bucket; a reader's keys may read it and use Glue but not write objects, a
+    writer's may also write."""
+    server = MotoWithIam(open_actions=8).start()
     given = dict(endpoint_url=server.endpoint, region_name="us-east-1", aws_access_key_id="setup",
                  aws_secret_access_key="setup")
     boto3.client("s3", **given).create_bucket(Bucket="lake")
     iam = boto3.client("iam", **given)
-    iam.create_user(UserName="reader")
-    iam.put_user_policy(UserName="reader", PolicyName="read", PolicyDocument=json.dumps({
-        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Resource": "*", "Action": [
-            "glue:*", "s3:GetObject", "s3:ListBucket", "s3:HeadBucket", "sts:GetCallerIdentity"]}]}))
-    key = iam.create_access_key(UserName="reader")["AccessKey"]
-    yield server, key["AccessKeyId"], key["SecretAccessKey"]
+    reading = ["glue:*", "s3:GetObject", "s3:ListBucket", "s3:HeadBucket", "sts:GetCallerIdentity"]
+    keys = {}
+    for user, actions in (("reader", reading), ("writer", reading + ["s3:*"])):
+        iam.create_user(UserName=user)
+        iam.put_user_policy(UserName=user, PolicyName="access", PolicyDocument=json.dumps({
+            "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Resource": "*", "Action": actions}]}))
+        key = iam.create_access_key(UserName=user)["AccessKey"]
+        keys[user] = key["AccessKeyId"], key["SecretAccessKey"]
+    yield server, keys
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def read_only_identity(identities):
+    server, keys = identities
+    return (server, *keys["reader"])
 
 
 def test_permission_denied_stalls_the_sink_and_says_so(session, scheduler, read_only_identity):
@@ -258,6 +268,26 @@ def test_permission_denied_stalls_the_sink_and_says_so(session, scheduler, read_
     status, error = wait_for(lambda: sink_status(session)[0] == "stalled" and sink_status(session),
                              what="the sink to stall")
     assert "permission denied" in error and secret not in error, error
+
+
+def test_a_sinks_aws_connection_writes_its_files(session, scheduler, identities):
+    """USING AWS CONNECTION (as in Materialize): the catalog is reached with the catalog connection's credentials,
+    the sink's files are written with the sink's; here only the latter may write."""
+    server, keys = identities
+    session.execute(f"""CREATE SECRET reader_secret AS '{keys["reader"][1]}';
+        CREATE SECRET writer_secret AS '{keys["writer"][1]}';
+        CREATE CONNECTION reader TO AWS (ENDPOINT '{server.endpoint}', REGION 'us-east-1',
+          ACCESS KEY ID '{keys["reader"][0]}', SECRET ACCESS KEY SECRET reader_secret);
+        CREATE CONNECTION writer TO AWS (ENDPOINT '{server.endpoint}', REGION 'us-east-1',
+          ACCESS KEY ID '{keys["writer"][0]}', SECRET ACCESS KEY SECRET writer_secret);
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'glue', WAREHOUSE 's3://lake/warehouse',
+          AWS CONNECTION reader);""")
+    session.execute(ORDERS.format(n="_using").replace("KEY (id) MODE", "USING AWS CONNECTION writer KEY (id) MODE"))
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
+    location = iceberg_table(session, "orders_lake").metadata_location
+    s3 = {"endpoint": server.endpoint, "key": keys["writer"][0], "secret": keys["writer"][1]}
+    assert duckdb_rows(location, "id, note", "id", s3=s3) == [(1, "a"), (2, "b"), (3, "c")]
+    assert sink_status(session) == ("running", None)
 
 
 def test_files_of_expired_snapshots_are_deleted_from_s3(session, scheduler, seaweed, monkeypatch):

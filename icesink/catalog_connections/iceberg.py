@@ -70,6 +70,13 @@ class IcebergCatalogConnector(Connector):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._loaded: tuple[dict, object] | None = None  # (properties, pyiceberg catalog)
+        self._data_files_aws: str | None = None  # a sink's USING AWS CONNECTION
+
+    def writing_with(self, aws_connection_id: str | None) -> "IcebergCatalogConnector":
+        """Data and metadata files go to S3 with this AWS connection's credentials (a sink's USING AWS CONNECTION,
+        as in Materialize) rather than the catalog connection's; the catalog itself is still reached with its own."""
+        self._data_files_aws = aws_connection_id
+        return self
 
     @property
     def catalog_type(self) -> str:
@@ -85,6 +92,10 @@ class IcebergCatalogConnector(Connector):
         """The AWS connection's connector, or None."""
         ref = self.options.aws_connection
         return self.connection(ref.connection_id) if ref is not None else None
+
+    def _s3_properties(self) -> dict[str, str]:
+        aws = self.connection(self._data_files_aws) if self._data_files_aws else self.aws()
+        return aws.s3_properties() if aws is not None else {}
 
     def catalog_properties(self) -> dict[str, str]:
         """The properties pyiceberg's load_catalog takes for this connection, credentials as of now."""
@@ -109,21 +120,19 @@ class IcebergCatalogConnector(Connector):
             properties["oauth2-server-uri"] = f"{options.url.rstrip('/')}/v1/oauth/tokens"
         if options.access_delegation:
             properties["header.X-Iceberg-Access-Delegation"] = options.access_delegation
-        aws = self.aws()
-        if aws is not None:  # for data files, unless the catalog vends credentials (which take precedence)
-            properties.update(aws.s3_properties())
+        properties.update(self._s3_properties())  # unless the catalog vends credentials (which take precedence)
         return properties
 
     def _s3tablesrest_properties(self) -> dict[str, str]:
         aws = self.aws()
         return {"type": "rest", "uri": self.options.url or S3_TABLES_URL.format(region=aws.region),
                 "warehouse": self.options.warehouse, "rest.sigv4-enabled": "true", "rest.signing-name": "s3tables",
-                "rest.signing-region": aws.region, **aws.client_properties(), **aws.s3_properties()}
+                "rest.signing-region": aws.region, **aws.client_properties(), **self._s3_properties()}
 
     def _glue_properties(self) -> dict[str, str]:
         aws = self.aws()
         properties = {"type": "glue", "warehouse": self.options.warehouse.rstrip("/"),
-                      **aws.client_properties("glue"), **aws.s3_properties()}
+                      **aws.client_properties("glue"), **self._s3_properties()}
         if aws.endpoint:
             properties["glue.endpoint"] = aws.endpoint
         return properties

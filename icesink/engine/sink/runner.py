@@ -59,7 +59,8 @@ class SinkRunner:
         still writing (in this process or another) is fenced by this one's first commit."""
         self.lifecycle.starting()
         connection = self.catalog.get_by_id(self.descriptor.connection_id)
-        self.connector = connector_for(connection, self.secret, self.catalog)
+        self.connector = connector_for(connection, self.secret, self.catalog).writing_with(
+            self.descriptor.aws_connection_id)
         try:
             self._connect()
             table = ensure_table(self.iceberg, self.descriptor)
