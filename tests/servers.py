@@ -1,5 +1,5 @@
-"""Real servers the catalog tests start on 127.0.0.1: SeaweedFS (S3, Iceberg REST with SigV4, the S3 Tables API) and
-moto (S3, Glue, STS). Each is started once per test module that needs it."""
+"""Real servers the tests start on 127.0.0.1: SeaweedFS (S3, Iceberg REST with SigV4, the S3 Tables API), moto (S3,
+Glue, STS) and PostgreSQL 15. Each is started once per test module that needs it."""
 from __future__ import annotations
 
 import atexit
@@ -8,7 +8,9 @@ import os
 import signal
 import socket
 import subprocess
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -51,10 +53,30 @@ class SeaweedFS:
     """`weed mini`: S3 on `s3_port`, the Iceberg REST catalog on `iceberg_port` (SigV4 with the admin keys), a general
     bucket `warehouse` and a table bucket `tables`. stop() and start() keep its data directory."""
 
-    def __init__(self, directory: Path):
+    ROLE = "arn:aws:iam::111122223333:role/Lake"
+
+    def __init__(self, directory: Path, sts_session: str | None = None):
+        """`sts_session` (such as '30s'): STS answers AssumeRole for `ROLE` (S3 and S3 Tables allowed) with
+        credentials that live that long, whatever duration is asked for."""
         self.directory = directory
         self.ports = {name: free_port() for name in _SEAWEED_PORTS}
         self.process: subprocess.Popen | None = None
+        self.sts_session = sts_session
+
+    def _iam_flags(self) -> list[str]:
+        if self.sts_session is None:
+            return []
+        config = self.directory / "iam.json"
+        config.write_text(json.dumps({
+            "sts": {"tokenDuration": self.sts_session, "maxSessionLength": self.sts_session,
+                    "issuer": "seaweedfs-sts", "signingKey": "dGVzdC1zaWduaW5nLWtleS0zMi1jaGFyYWN0ZXJzLWxvbmc="},
+            "policy": {"defaultEffect": "Deny"},
+            "roles": [{"roleName": "Lake", "roleArn": self.ROLE, "attachedPolicies": ["all"],
+                       "trustPolicy": {"Version": "2012-10-17", "Statement": [
+                           {"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": ["sts:AssumeRole"]}]}}],
+            "policies": [{"name": "all", "document": {"Version": "2012-10-17", "Statement": [
+                {"Effect": "Allow", "Action": ["s3:*", "s3tables:*"], "Resource": ["*"]}]}}]}))
+        return [f"-s3.iam.config={config}"]
 
     @property
     def s3_endpoint(self) -> str:
@@ -70,7 +92,7 @@ class SeaweedFS:
         atexit.register(self.stop)  # a run that fails half-way leaves no server behind
         self.process = subprocess.Popen(
             [str(weed), "mini", f"-dir={self.directory}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-             "-bucket=warehouse", "-tableBucket=tables", "-admin.ui=false", "-webdav=false",
+             "-bucket=warehouse", "-tableBucket=tables", "-admin.ui=false", "-webdav=false", *self._iam_flags(),
              *(f"-{flag}={self.ports[flag]}" for flag in _SEAWEED_PORTS)],
             env=_without_aws(os.environ) | dict(AWS_ACCESS_KEY_ID=SEAWEED_KEY, AWS_SECRET_ACCESS_KEY=SEAWEED_SECRET),
             stdout=open(self.directory / "weed.log", "ab"), stderr=subprocess.STDOUT, start_new_session=True)
@@ -203,3 +225,52 @@ class MotoWithIam:
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(10)
+
+
+PG_BIN = Path(os.environ.get("ICESINK_PG_BIN", "/usr/lib/postgresql/15/bin"))  # Debian's postgresql-15
+
+
+class Postgres:
+    """A PostgreSQL 15 cluster of its own in a temporary directory: TCP on 127.0.0.1 with passwords (scram), the
+    superuser `postgres` also over a Unix socket without one (`admin()`). As root it runs as the `postgres` user,
+    since the server refuses to run as root."""
+
+    SUPERUSER_PASSWORD = "pg-super-pw"
+
+    def __init__(self, **settings):
+        self.port = free_port()
+        self.settings = {"wal_level": "logical", "max_replication_slots": 10, "max_wal_senders": 10,
+                         "fsync": "off", "synchronous_commit": "off", **settings}
+        self.directory = Path(tempfile.mkdtemp(prefix="icesink-pg-"))
+        self.user = "postgres" if os.geteuid() == 0 else None
+
+    def _run(self, *args, **kwargs):
+        return subprocess.run([str(PG_BIN / args[0]), *args[1:]], check=True, capture_output=True, user=self.user,
+                              **kwargs)
+
+    def start(self) -> "Postgres":
+        if self.user:
+            shutil.chown(self.directory, self.user)
+        password_file = self.directory / "pw"
+        password_file.write_text(self.SUPERUSER_PASSWORD)
+        if self.user:
+            shutil.chown(password_file, self.user)
+        self._run("initdb", "-D", str(self.directory / "data"), "-U", "postgres", "--auth-local=trust",
+                  "--auth-host=scram-sha-256", f"--pwfile={password_file}", "-E", "UTF8", "--locale=C.UTF-8")
+        options = " ".join(f"-c {k}={v}" for k, v in self.settings.items())
+        atexit.register(self.stop)
+        self._run("pg_ctl", "-D", str(self.directory / "data"), "-w", "-l", str(self.directory / "log"),
+                  "-o", f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 {options}", "start")
+        return self
+
+    def admin(self, dbname: str = "postgres"):
+        """A psycopg connection as the superuser, autocommit."""
+        import psycopg
+
+        return psycopg.connect(host=str(self.directory), port=self.port, user="postgres", dbname=dbname,
+                               autocommit=True)
+
+    def stop(self) -> None:
+        if (self.directory / "data" / "postmaster.pid").exists():
+            self._run("pg_ctl", "-D", str(self.directory / "data"), "-m", "fast", "-w", "stop")
+        shutil.rmtree(self.directory, ignore_errors=True)

@@ -343,3 +343,46 @@ def test_validating_aws_credentials_names_the_one_that_is_wrong(session, read_on
     wrong = error_of(session, connection.format(name="wrong", key=key_id, secret="bad"))
     assert wrong.message.endswith("(the secret access key is wrong)"), wrong.message
     assert "not-it" not in wrong.message and secret not in wrong.message
+
+
+@pytest.fixture(scope="module")
+def seaweed_sts(tmp_path_factory):
+    server = SeaweedFS(tmp_path_factory.mktemp("seaweedfs-sts"), sts_session="30s").start()
+    yield server
+    server.stop()
+
+
+def test_expired_temporary_credentials_stall_the_sink_until_renewed(session, scheduler, seaweed_sts):
+    """Temporary credentials (a SESSION TOKEN) from SeaweedFS's STS live 30 s: once they expire the sink stalls and
+    says so; new ones given through ALTER SECRET bring it back, nothing lost."""
+    sts = boto3.client("sts", endpoint_url=seaweed_sts.s3_endpoint, region_name="us-east-1",
+                       aws_access_key_id=SEAWEED_KEY, aws_secret_access_key=SEAWEED_SECRET)
+
+    def issue():
+        given = sts.assume_role(RoleArn=SeaweedFS.ROLE, RoleSessionName="lake", DurationSeconds=900)["Credentials"]
+        return given["AccessKeyId"], given["SecretAccessKey"], given["SessionToken"], given["Expiration"]
+
+    key_id, secret, token, expires = issue()
+    session.execute(s3tables_setup(seaweed_sts) + f"""CREATE SECRET tmp_id AS '{key_id}';
+        CREATE SECRET tmp_secret AS '{secret}'; CREATE SECRET tmp_token AS '{token}';
+        CREATE CONNECTION tmp TO AWS (ENDPOINT '{seaweed_sts.s3_endpoint}', REGION 'us-east-1',
+          ACCESS KEY ID SECRET tmp_id, SECRET ACCESS KEY SECRET tmp_secret, SESSION TOKEN SECRET tmp_token);""")
+    session.execute(ORDERS.format(n="_tmp").replace("KEY (id) MODE", "USING AWS CONNECTION tmp KEY (id) MODE"))
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
+    time.sleep(max(0.0, expires.timestamp() - time.time()) + 1)
+    session.execute("INSERT INTO orders VALUES (4, 'd')")
+    status, error = wait_for(lambda: sink_status(session)[0] == "stalled" and sink_status(session),
+                             what="the sink to stall")
+    assert "AWS connection 'tmp': its temporary credentials (SESSION TOKEN) have expired" in error, error
+    assert secret not in error and token not in error
+    validated = error_of(session, "VALIDATE CONNECTION tmp")
+    assert "temporary credentials" in validated.message and token not in validated.message, validated.message
+
+    key_id, secret, token, _ = issue()
+    session.execute(f"ALTER SECRET tmp_id AS '{key_id}'; ALTER SECRET tmp_secret AS '{secret}';"
+                    f"ALTER SECRET tmp_token AS '{token}'")
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the sink to resume")
+    assert sink_status(session) == ("running", None)
+    location = iceberg_table(session, "orders_lake").metadata_location
+    s3 = {"endpoint": seaweed_sts.s3_endpoint, "key": SEAWEED_KEY, "secret": SEAWEED_SECRET}
+    assert duckdb_rows(location, "id, note", "id", s3=s3) == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]

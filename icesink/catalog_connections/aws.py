@@ -134,7 +134,8 @@ class AwsConnector(Connector):
         except ConnectionInvalid:
             raise
         except Exception as exc:
-            raise self.explain(exc, "checking its credentials with STS") from None
+            raise ConnectionInvalid(self._expired_message(exc) or str(self.explain(
+                exc, "checking its credentials with STS"))) from None
         if self.options.assume_role_arn:
             with _roles_lock:
                 _roles.clear()
@@ -166,6 +167,27 @@ class AwsConnector(Connector):
             properties[f"{prefix}.session-token"] = credentials.session_token
         return properties
 
+    def expired_temporary_credentials(self) -> Optional[str]:
+        """When the connection holds temporary keys (SESSION TOKEN) that STS no longer accepts, says so. An object
+        store refuses expired ones as it refuses any other request (S3 answers a HEAD with a bare 403), so a failure
+        is only blamed on expiry once STS confirms it."""
+        if self.options.session_token is None or self.options.assume_role_arn:
+            return None
+        try:
+            self._client("sts", self._base_credentials()).get_caller_identity()
+        except Exception as exc:
+            return self._expired_message(exc)
+        return None
+
+    def _expired_message(self, exc: BaseException) -> Optional[str]:
+        response = getattr(exc, "response", None) or {}
+        code = response.get("Error", {}).get("Code") or response.get("Code")  # S3-compatible STS: S3's error form
+        if self.options.session_token is None or code not in _REFUSED_KEYS:
+            return None
+        return (f"AWS connection '{self.name}': its temporary credentials (SESSION TOKEN) have expired or were "
+                f"revoked ({code}): give it new ones with ALTER SECRET (ACCESS KEY ID, SECRET ACCESS KEY and "
+                "SESSION TOKEN), or use ASSUME ROLE ARN, whose credentials icesink renews itself")
+
     def explain(self, exc: BaseException, step: str) -> ConnectionInvalid:
         return ConnectionInvalid(f"AWS connection '{self.name}': {step} failed: {aws_cause(exc, self.endpoint)}")
 
@@ -176,6 +198,8 @@ def aws_cause(exc: BaseException, endpoint: Optional[str] = None) -> str:
 
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
+        if error.get("Code") in (None, "Unknown") and "Code" in exc.response:  # an S3-compatible STS, S3's form
+            error = exc.response
         code, message = error.get("Code", "?"), error.get("Message") or ""
         hint = _HINTS.get(code)
         return f"{code}: {message}".rstrip(": ") + (f" ({hint})" if hint else "")
@@ -195,6 +219,8 @@ _HINTS = {
     "NoSuchBucket": "the bucket does not exist",
     "403": "permission denied",
 }
+_REFUSED_KEYS = ("ExpiredToken", "ExpiredTokenException", "InvalidClientTokenId", "InvalidAccessKeyId",
+                 "InvalidToken")
 # pyarrow's S3 errors (on the driver or a Spark executor) spell the same codes in upper snake case, deep in the text
 _HINTS_IN_TEXT = [(re.compile(rf"\b({code}|{re.sub(r'(?<!^)(?=[A-Z])', '_', code).upper()})\b"), hint)
                   for code, hint in _HINTS.items() if not code.isdigit()]

@@ -200,7 +200,18 @@ class IcebergCatalogConnector(Connector):
 
         if isinstance(exc, ConnectionInvalid):
             return exc
-        return ConnectionInvalid(f"connection '{self.name}': {catalog_cause(exc, self)}")
+        return ConnectionInvalid(self.expired_temporary_credentials()
+                                 or f"connection '{self.name}': {catalog_cause(exc, self)}")
+
+    def expired_temporary_credentials(self) -> str | None:
+        """Why a failure happened when it is that an AWS connection's temporary keys expired (see AwsConnector)."""
+        for connection_id in dict.fromkeys((self._data_files_aws, self.options.aws_connection
+                                            and self.options.aws_connection.connection_id)):
+            if connection_id:
+                expired = self.connection(connection_id).expired_temporary_credentials()
+                if expired:
+                    return expired
+        return None
 
 
 KIND = ConnectionKind("iceberg-catalog", "Iceberg catalog connection", OPTIONS, IcebergCatalogOptions, check,

@@ -1,10 +1,15 @@
-"""Postgres connections (the upstream of Postgres sources)."""
+"""Postgres connections (the upstream of Postgres sources), reached with psycopg. Validation checks what logical
+replication needs, one cause per message: the server answers, the login is accepted, `wal_level` is `logical`, the
+user may replicate and a replication slot is free."""
 from __future__ import annotations
+
+import contextlib
+import os
 
 from ..errors import PlanError
 from ..model.descriptors import PostgresOptions
 from ..model.options import OptionSpec, Rules, text
-from .base import ConnectionKind, Connector
+from .base import ConnectionInvalid, ConnectionKind, Connector
 
 OPTIONS = {
     "HOST": text(),
@@ -18,6 +23,9 @@ OPTIONS = {
     "SSL KEY": OptionSpec(("secret",)),
     "AWS CONNECTION": OptionSpec(("object", "word")),
 }
+DEFAULT_PORT = 5432
+DEFAULT_DATABASE = "postgres"
+CONNECT_TIMEOUT_S = 10
 
 
 def check(given, end: int) -> None:
@@ -32,9 +40,90 @@ def check(given, end: int) -> None:
             raise PlanError(f"PORT must be a number from 1 to 65535, not {port}", given["PORT"].value_pos)
 
 
+def _in_memory_file(content: str) -> int:
+    """A file descriptor holding `content` that libpq can open by path (/proc/self/fd/N): certificates and keys
+    are never written to disk."""
+    fd = os.memfd_create("icesink-pem", os.MFD_CLOEXEC)
+    os.write(fd, content.encode())
+    os.fchmod(fd, 0o600)  # libpq refuses a key that others may read
+    return fd
+
+
 class PostgresConnector(Connector):
+    type_words = "Postgres connection"
+
+    @property
+    def address(self) -> str:
+        return f"{self.options.host}:{self.options.port or DEFAULT_PORT}"
+
+    @property
+    def user(self) -> str:
+        return self.value(self.options.user)
+
+    @contextlib.contextmanager
+    def connect(self, **extra):
+        """A psycopg connection (autocommit) with the secrets of now; failures are ConnectionInvalid."""
+        import psycopg
+
+        options = self.options
+        params = {"host": options.host, "port": int(options.port or DEFAULT_PORT),
+                  "dbname": options.database or DEFAULT_DATABASE, "user": self.user,
+                  "sslmode": options.ssl_mode or "disable", "connect_timeout": CONNECT_TIMEOUT_S,
+                  "application_name": "icesink", "autocommit": True, **extra}
+        if options.password is not None:
+            params["password"] = self.value(options.password)
+        descriptors = []
+        for name, option in (("sslrootcert", options.ssl_certificate_authority),
+                             ("sslcert", options.ssl_certificate), ("sslkey", options.ssl_key)):
+            if option is not None:
+                descriptors.append(_in_memory_file(self.value(option)))
+                params[name] = f"/proc/self/fd/{descriptors[-1]}"
+        try:
+            connection = psycopg.connect(**params)
+        except psycopg.Error as exc:
+            raise self._refused(exc) from None
+        finally:
+            for fd in descriptors:
+                os.close(fd)
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+    def _refused(self, exc) -> ConnectionInvalid:
+        text = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        text = text.split(" failed: ", 1)[-1].strip()  # libpq's 'connection to server at "h" (ip), port p failed: '
+        lowered = text.lower()
+        if "password authentication failed" in lowered or "no password supplied" in lowered or \
+                "authentication failed" in lowered or "no pg_hba.conf entry" in lowered:
+            cause = f"the server refused the login of user '{self.user}': {text}"
+        elif "database" in lowered and "does not exist" in lowered:
+            cause = f"the database '{self.options.database or DEFAULT_DATABASE}' does not exist"
+        elif "ssl" in lowered or "certificate" in lowered:
+            cause = f"SSL failed ({self.options.ssl_mode or 'disable'}): {text}"
+        else:
+            cause = f"cannot reach {self.address}: {text}"
+        return self.invalid(cause)
+
+    def invalid(self, cause: str) -> ConnectionInvalid:
+        return ConnectionInvalid(f"Postgres connection '{self.name}': {cause}")
+
     def validate(self) -> None:
-        raise self.not_supported("Postgres connections")
+        with self.connect() as connection:
+            wal_level = connection.execute("SHOW wal_level").fetchone()[0]
+            if wal_level != "logical":
+                raise self.invalid(f"wal_level is '{wal_level}', and logical replication needs 'logical': set "
+                                   "wal_level = logical in postgresql.conf (or ALTER SYSTEM) and restart the server")
+            may_replicate = connection.execute(
+                "SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()[0]
+            if not may_replicate:
+                raise self.invalid(f"user '{self.user}' may not replicate: ALTER ROLE \"{self.user}\" WITH "
+                                   "REPLICATION (as a superuser), or use a user that may")
+            slots, used = connection.execute(
+                "SELECT current_setting('max_replication_slots')::int, count(*) FROM pg_replication_slots").fetchone()
+            if used >= slots:
+                raise self.invalid(f"no free replication slot: all {slots} of max_replication_slots are in use; "
+                                   "drop an unused slot (pg_drop_replication_slot) or raise max_replication_slots")
 
 
 KIND = ConnectionKind("postgres", "Postgres connection", OPTIONS, PostgresOptions, check, PostgresConnector)

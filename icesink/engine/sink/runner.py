@@ -115,7 +115,7 @@ class SinkRunner:
         failure buries the cause)."""
         if is_external(exc):
             return str(self.connector.explain(exc))
-        return storage_hint(cause_of(exc))
+        return self.connector.expired_temporary_credentials() or storage_hint(cause_of(exc))
 
     # ------------------------------------------------------------ one batch
     def _batch(self, changes, batch_id: int) -> None:
