@@ -91,14 +91,17 @@ class PostgresConnector(Connector):
             connection.close()
 
     def _refused(self, exc) -> ConnectionInvalid:
-        text = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        text = text.split(" failed: ", 1)[-1].strip()  # libpq's 'connection to server at "h" (ip), port p failed: '
+        # libpq: 'connection failed: connection to server at "h", port p failed: FATAL:  cause\n\thint'
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        text = lines[0].rsplit(" failed: ", 1)[-1].removeprefix("FATAL:").strip()
         lowered = text.lower()
         if "password authentication failed" in lowered or "no password supplied" in lowered or \
                 "authentication failed" in lowered or "no pg_hba.conf entry" in lowered:
             cause = f"the server refused the login of user '{self.user}': {text}"
         elif "database" in lowered and "does not exist" in lowered:
             cause = f"the database '{self.options.database or DEFAULT_DATABASE}' does not exist"
+        elif "failed to resolve host" in lowered:
+            cause = f"cannot reach {self.address}: unknown host '{self.options.host}'"
         elif "ssl" in lowered or "certificate" in lowered:
             cause = f"SSL failed ({self.options.ssl_mode or 'disable'}): {text}"
         else:
