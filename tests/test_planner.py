@@ -254,8 +254,7 @@ def test_settings(planned):
 def test_validation(planned, tmp_path):
     assert planned.execute("VALIDATE CONNECTION lake")[0].rows == []
     error = error_of(planned, "VALIDATE CONNECTION pg")
-    assert isinstance(error, icesink.NotSupportedYet)
-    assert error.message.startswith("validating Postgres connections is not supported yet")
+    assert error.message == "Postgres connection 'pg': cannot reach db:5432: unknown host 'db'"
     error = error_of(planned, "CREATE CONNECTION r TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL 'http://x') WITH (VALIDATE = true)")
     assert error.message == "connection 'r': cannot reach the Iceberg catalog at http://x"
     blocked = tmp_path / "file"

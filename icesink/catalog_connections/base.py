@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..errors import IcesinkError, NotSupportedYet
+from ..errors import IcesinkError
 from ..model.descriptors import ConnectionDescriptor, SecretRef
 from ..model.options import OptionSpec
 
@@ -41,10 +41,6 @@ class Connector(ABC):
     @abstractmethod
     def validate(self) -> None:
         """Contacts the system with the connection's settings; raises ConnectionInvalid with the cause."""
-
-    def not_supported(self, what: str) -> NotSupportedYet:
-        return NotSupportedYet(f"validating {what} is not supported yet: its connector arrives with the sink "
-                               f"runtime; create it WITH (VALIDATE = false) to store it unchecked")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Callable
 from ..catalog.sqlite import sqlite_message
 from ..catalog.store import Catalog, CatalogObject, now
 from ..catalog_connections import connector_for
-from ..errors import CatalogError, IcesinkError, NotSupportedYet, PlanError
+from ..errors import CatalogError, IcesinkError, PlanError
 from .binder import KIND_WORDS
 from .copy_from import CopyError, read_rows
 from .plans import (CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan, InsertRowsPlan, NoticePlan, QueryPlan,
@@ -53,7 +53,7 @@ class Executor:
     def _CreatePlan(self, plan: CreatePlan) -> Result:
         result = Result(f"CREATE {KIND_WORDS[plan.kind].upper()}", notices=list(plan.notices))
         if plan.kind == "connection" and plan.validate is not False:
-            self._validate_new_connection(plan, result)
+            self._validate_new_connection(plan)
         try:
             with self.catalog.transaction():
                 object_id = self._insert(plan)
@@ -80,14 +80,9 @@ class Executor:
                                           plan.connection_id, plan.envelope, now()), plan.depends_on)
         return object_id
 
-    def _validate_new_connection(self, plan: CreatePlan, result: Result) -> None:
+    def _validate_new_connection(self, plan: CreatePlan) -> None:
         draft = CatalogObject("", plan.name, plan.kind, plan.type, "", "", plan.descriptor)
-        try:
-            connector_for(draft, self.secret_value, self.catalog).validate()
-        except NotSupportedYet as exc:
-            if plan.validate:  # asked for explicitly
-                raise
-            result.notices.append(f"connection '{plan.name}' was stored without validation: {exc.message}")
+        connector_for(draft, self.secret_value, self.catalog).validate()
 
     def _DropPlan(self, plan: DropPlan) -> Result:
         kinds = {KIND_WORDS[o.kind] for o in plan.objects if o.kind != "subsource"}
