@@ -3,12 +3,13 @@ import pytest
 
 import icesink
 from tests.conftest import error_of, rows
+from tests.servers import Postgres
 
 SETUP = """
 CREATE SECRET pw AS 'hunter2';
 CREATE CONNECTION aws TO AWS (ACCESS KEY ID = 'AKIDEXAMPLE', SECRET ACCESS KEY = SECRET pw, REGION = 'us-east-1');
 CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE = 'local');
-CREATE CONNECTION pg TO POSTGRES (HOST 'db', DATABASE 'shop', USER 'repl', PASSWORD SECRET pw) WITH (VALIDATE = false);
+CREATE CONNECTION pg TO POSTGRES (HOST '127.0.0.1', PORT {port}, DATABASE 'shop', USER 'repl', PASSWORD SECRET pw);
 CREATE TABLE orders (id bigint NOT NULL, customer text, price double precision, tags text[], doc jsonb,
                      placed_at timestamp with time zone, day date, PRIMARY KEY (id));
 CREATE TABLE events (kind text, at timestamp, _mz_diff int);
@@ -24,9 +25,23 @@ def sink(rest, input="orders", conn="lake", name="s"):
     return SINK.format(name=name, input=input, conn=conn, rest=rest, table="t" + name[1:])
 
 
+@pytest.fixture(scope="module")
+def upstream():
+    """A Postgres source reads its tables' columns and keys from the upstream when it is created."""
+    server = Postgres().start()
+    with server.admin() as admin:
+        admin.execute("CREATE ROLE repl LOGIN REPLICATION PASSWORD 'hunter2'")
+        admin.execute("CREATE DATABASE shop OWNER repl")
+    with server.admin("shop") as admin:
+        admin.execute("CREATE TABLE customers (id int PRIMARY KEY, name text); GRANT SELECT ON customers TO repl;"
+                      "CREATE PUBLICATION icesink FOR TABLE customers")
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def planned(session):
-    session.execute(SETUP)
+def planned(session, upstream):
+    session.execute(SETUP.format(port=upstream.port))
     return session
 
 
@@ -184,7 +199,7 @@ def test_key_rules_accept_what_is_unique(planned):
     planned.execute(sink("KEY (customer) MODE UPSERT WITH (COMMIT INTERVAL '1min')", input="per_customer", name="s2"))
     planned.execute(sink("KEY (customer) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1 minute')", name="s3"))
     planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1h')", input="bids", name="s4"))
-    # a Postgres subsource's columns are known only once the source connects: the key is checked then
+    # a Postgres subsource's primary key, read from the upstream when the source was created
     planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '10s')", input="customers", name="s5"))
     planned.execute(sink("PARTITION BY (bucket(16, _mz_diff), day(placed_at)) MODE APPEND WITH (COMMIT INTERVAL '2s')", name="s6"))
     got = rows(planned, "SELECT name, envelope_type FROM mz_sinks ORDER BY name")
@@ -253,8 +268,10 @@ def test_settings(planned):
 
 def test_validation(planned, tmp_path):
     assert planned.execute("VALIDATE CONNECTION lake")[0].rows == []
-    error = error_of(planned, "VALIDATE CONNECTION pg")
-    assert error.message == "Postgres connection 'pg': cannot reach db:5432: unknown host 'db'"
+    assert planned.execute("VALIDATE CONNECTION pg")[0].rows == []
+    planned.execute("CREATE CONNECTION pg2 TO POSTGRES (HOST 'db', USER 'repl') WITH (VALIDATE = false)")
+    error = error_of(planned, "VALIDATE CONNECTION pg2")
+    assert error.message == "Postgres connection 'pg2': cannot reach db:5432: unknown host 'db'"
     error = error_of(planned, "CREATE CONNECTION r TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL 'http://x') WITH (VALIDATE = true)")
     assert error.message == "connection 'r': cannot reach the Iceberg catalog at http://x"
     blocked = tmp_path / "file"

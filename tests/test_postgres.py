@@ -92,3 +92,104 @@ def test_wal_level_must_be_logical(session):
     assert error.message == ("Postgres connection 'pg': wal_level is 'replica', and logical replication needs "
                              "'logical': set wal_level = logical in postgresql.conf (or ALTER SYSTEM) and restart "
                              "the server")
+
+
+# ---------------------------------------------------------------- sources: what the upstream says at CREATE SOURCE
+UPSTREAM = """
+CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
+CREATE DOMAIN positive AS integer CHECK (VALUE > 0);
+CREATE TABLE orders (id bigint PRIMARY KEY, amount numeric(10,2) NOT NULL, note varchar(20), tags text[],
+                     placed timestamptz, mood mood, qty positive, raw numeric, doc jsonb, at_time timetz);
+CREATE TABLE customers (id int PRIMARY KEY, name text);
+CREATE TABLE events (kind text, at timestamp);
+CREATE TABLE logs (line text);
+ALTER TABLE logs REPLICA IDENTITY FULL;
+CREATE TABLE hosts (id int PRIMARY KEY, address inet);
+CREATE SCHEMA audit;
+CREATE TABLE audit.trail (id int PRIMARY KEY, what text);
+CREATE TABLE unpublished (id int PRIMARY KEY);
+CREATE TABLE private (id int PRIMARY KEY);
+CREATE PUBLICATION icesink FOR TABLE orders, customers, events, logs, hosts, audit.trail, private;
+GRANT USAGE ON SCHEMA audit TO repl;
+GRANT SELECT ON orders, customers, events, logs, hosts, audit.trail, unpublished TO repl;
+"""
+
+
+@pytest.fixture(scope="module")
+def upstream(postgres):
+    with postgres.admin("shop") as admin:
+        admin.execute(UPSTREAM)
+    return postgres
+
+
+@pytest.fixture
+def pg(session, upstream):
+    session.execute(f"CREATE SECRET pg_pass AS '{REPL_PASSWORD}'; " + connection(upstream))
+    return session
+
+
+def test_subsources_get_the_upstream_columns_types_and_key(pg):
+    pg.execute("CREATE SOURCE shop FROM POSTGRES CONNECTION pg (PUBLICATION 'icesink') "
+               "FOR TABLES (public.orders, customers AS people)")
+    assert rows(pg, "SHOW COLUMNS FROM orders") == [
+        ("id", 0, "bigint"), ("amount", 0, "numeric(10,2)"), ("note", 1, "text"), ("tags", 1, "text[]"),
+        ("placed", 1, "timestamp with time zone"), ("mood", 1, "text"), ("qty", 1, "integer"), ("raw", 1, "numeric"),
+        ("doc", 1, "jsonb"), ("at_time", 1, "text")]
+    assert rows(pg, "SHOW COLUMNS FROM people") == [("id", 0, "integer"), ("name", 1, "text")]
+    # the primary key is known: a sink may use it as an enforced KEY, and no other
+    pg.execute("CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local')")
+    sink = ("CREATE SINK s{n} FROM people INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'p{n}') "
+            "KEY ({key}) MODE UPSERT WITH (COMMIT INTERVAL '1s')")
+    pg.execute(sink.format(n=1, key="id"))
+    assert "name" in error_of(pg, sink.format(n=2, key="name")).message
+
+
+def test_all_tables_and_schemas_become_subsources(pg, upstream):
+    with upstream.admin("shop") as admin:  # every table, for this test
+        admin.execute("GRANT SELECT ON private TO repl; ALTER TABLE events REPLICA IDENTITY FULL")
+    try:
+        pg.execute("CREATE SOURCE everything FROM POSTGRES CONNECTION pg (PUBLICATION 'icesink', "
+                   "TEXT COLUMNS (hosts.address)) FOR ALL TABLES")
+    finally:
+        with upstream.admin("shop") as admin:
+            admin.execute("REVOKE SELECT ON private FROM repl; ALTER TABLE events REPLICA IDENTITY DEFAULT")
+    assert rows(pg, "SHOW SUBSOURCES ON everything") == [(n, "subsource") for n in (
+        "customers", "events", "hosts", "logs", "orders", "private", "trail")]
+    assert rows(pg, "SHOW COLUMNS FROM hosts") == [("id", 0, "integer"), ("address", 1, "text")]
+    pg.execute("DROP SOURCE everything CASCADE")
+    pg.execute("CREATE SOURCE audited FROM POSTGRES CONNECTION pg (PUBLICATION 'icesink') FOR SCHEMAS (audit)")
+    assert rows(pg, "SHOW SUBSOURCES ON audited") == [("trail", "subsource")]
+    assert "ON applies only to SHOW SUBSOURCES" in error_of(pg, "SHOW SINKS ON audited").message
+
+
+@pytest.mark.parametrize("statement, message", [
+    ("(PUBLICATION 'nosuch') FOR TABLES (orders)",
+     "source 'src': publication 'nosuch' does not exist in database 'shop' of connection 'pg': CREATE PUBLICATION "
+     "nosuch FOR TABLE … (or FOR ALL TABLES) there"),
+    ("(PUBLICATION 'icesink') FOR TABLES (unpublished)",
+     "source 'src': publication 'icesink' does not cover table public.unpublished: ALTER PUBLICATION icesink ADD "
+     "TABLE public.unpublished"),
+    ("(PUBLICATION 'icesink') FOR TABLES (private)",
+     "source 'src': user 'repl' may not read table public.private, which the source copies first: GRANT SELECT ON "
+     "public.private TO \"repl\""),
+    ("(PUBLICATION 'icesink') FOR TABLES (nosuch)", "source 'src': table public.nosuch does not exist upstream"),
+    ("(PUBLICATION 'icesink') FOR TABLES (events)",
+     "source 'src': table public.events has neither a primary key nor REPLICA IDENTITY FULL, so its updates and "
+     "deletes cannot be replicated: ALTER TABLE public.events REPLICA IDENTITY FULL (or add a primary key)"),
+    ("(PUBLICATION 'icesink') FOR TABLES (hosts)",
+     "source 'src': column \"address\" of table public.hosts has type inet, which icesink cannot replicate as "
+     "such: name it in TEXT COLUMNS (hosts.address) to replicate it as text, or in EXCLUDE COLUMNS to leave it out"),
+    ("(PUBLICATION 'icesink', EXCLUDE COLUMNS (hosts.nosuch)) FOR TABLES (customers)",
+     "source 'src': EXCLUDE COLUMNS names hosts.nosuch, which is not a column of a table this source replicates"),
+])
+def test_a_source_the_upstream_cannot_feed_is_refused(pg, statement, message):
+    error = error_of(pg, f"CREATE SOURCE src FROM POSTGRES CONNECTION pg {statement}")
+    assert error.message == message
+    assert rows(pg, "SELECT count(*) FROM mz_sources WHERE name = 'src'") == [(0,)]
+
+
+def test_replica_identity_full_and_excluded_columns(pg):
+    pg.execute("CREATE SOURCE src FROM POSTGRES CONNECTION pg (PUBLICATION 'icesink', EXCLUDE COLUMNS "
+               "(public.hosts.address)) FOR TABLES (logs, hosts)")
+    assert rows(pg, "SHOW COLUMNS FROM logs") == [("line", 1, "text")]
+    assert rows(pg, "SHOW COLUMNS FROM hosts") == [("id", 0, "integer")]

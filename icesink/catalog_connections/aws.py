@@ -134,8 +134,9 @@ class AwsConnector(Connector):
         except ConnectionInvalid:
             raise
         except Exception as exc:
-            raise ConnectionInvalid(self._expired_message(exc) or str(self.explain(
-                exc, "checking its credentials with STS"))) from None
+            expired = self._expired_message(exc)
+            raise (ConnectionInvalid(expired) if expired else
+                   self.explain(exc, "checking its credentials with STS")) from None
         if self.options.assume_role_arn:
             with _roles_lock:
                 _roles.clear()

@@ -57,6 +57,10 @@ class PostgresConnector(Connector):
         return f"{self.options.host}:{self.options.port or DEFAULT_PORT}"
 
     @property
+    def database(self) -> str:
+        return self.options.database or DEFAULT_DATABASE
+
+    @property
     def user(self) -> str:
         return self.value(self.options.user)
 
@@ -67,7 +71,7 @@ class PostgresConnector(Connector):
 
         options = self.options
         params = {"host": options.host, "port": int(options.port or DEFAULT_PORT),
-                  "dbname": options.database or DEFAULT_DATABASE, "user": self.user,
+                  "dbname": self.database, "user": self.user,
                   "sslmode": options.ssl_mode or "disable", "connect_timeout": CONNECT_TIMEOUT_S,
                   "application_name": "icesink", "autocommit": True, **extra}
         if options.password is not None:
@@ -99,7 +103,7 @@ class PostgresConnector(Connector):
                 "authentication failed" in lowered or "no pg_hba.conf entry" in lowered:
             cause = f"the server refused the login of user '{self.user}': {text}"
         elif "database" in lowered and "does not exist" in lowered:
-            cause = f"the database '{self.options.database or DEFAULT_DATABASE}' does not exist"
+            cause = f"the database '{self.database}' does not exist"
         elif "failed to resolve host" in lowered:
             cause = f"cannot reach {self.address}: unknown host '{self.options.host}'"
         elif "ssl" in lowered or "certificate" in lowered:

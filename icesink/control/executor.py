@@ -14,6 +14,7 @@ from ..catalog_connections import connector_for
 from ..errors import CatalogError, IcesinkError, PlanError
 from .binder import KIND_WORDS
 from .copy_from import CopyError, read_rows
+from .postgres_source import resolve_subsources
 from .plans import (CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan, InsertRowsPlan, NoticePlan, QueryPlan,
                             SetSecretPlan, SetVariablePlan, UpdatePlan, ValidatePlan, WritePlan)
 from ..engine.lifecycle import dropped
@@ -54,6 +55,9 @@ class Executor:
         result = Result(f"CREATE {KIND_WORDS[plan.kind].upper()}", notices=list(plan.notices))
         if plan.kind == "connection" and plan.validate is not False:
             self._validate_new_connection(plan)
+        if plan.kind == "source" and plan.type == "postgres":
+            resolve_subsources(plan, connector_for(self.catalog.get_by_id(plan.connection_id), self.secret_value,
+                                                   self.catalog), lambda name: self.catalog.get(name) is not None)
         try:
             with self.catalog.transaction():
                 object_id = self._insert(plan)

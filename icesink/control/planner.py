@@ -75,7 +75,7 @@ class Planner:
             case ast.Drop():
                 return plan_drop(b, stmt)
             case ast.ShowObjects():
-                return plan_show(stmt)
+                return plan_show(b, stmt)
             case ast.ShowCreate():
                 return plan_show_create(b, stmt)
             case ast.ShowColumns():

@@ -133,13 +133,19 @@ def column_positions(stmt) -> dict[str, int]:
     return positions
 
 
-def plan_show(stmt: ast.ShowObjects) -> QueryPlan:
+def plan_show(binder: Binder, stmt: ast.ShowObjects) -> QueryPlan:
     sql, condition = _SHOW[stmt.kind]
     conditions = [condition] if condition else []
     params = ()
+    if stmt.on is not None:
+        if stmt.kind != "subsources":
+            raise PlanError("ON applies only to SHOW SUBSOURCES (ON source)", stmt.on.pos)
+        source = binder.lookup(stmt.on, ("source",), "source")
+        conditions.append("id IN (SELECT object_id FROM dependencies WHERE depends_on = ?)")
+        params = (source.id,)
     if stmt.like is not None:
         conditions.append("name LIKE ?")
-        params = (stmt.like,)
+        params = (*params, stmt.like)
     if conditions:
         sql += " WHERE " + " AND ".join(conditions)
     return QueryPlan(sql + " ORDER BY name", params)

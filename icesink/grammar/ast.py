@@ -434,6 +434,7 @@ class CreateSink(Statement):
 class ShowObjects(Statement):
     kind: str  # 'secrets', 'connections', ...
     like: Optional[str] = None
+    on: Optional[ObjectName] = None  # SHOW SUBSOURCES ON source
 
 
 @dataclass(frozen=True)

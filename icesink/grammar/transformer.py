@@ -383,7 +383,8 @@ class AstBuilder(Transformer_NonRecursive):
     # -------------------------------------------------------- show, writes, settings
     def show_objects(self, c):
         like = [t for t in c if isinstance(t, Token) and t.type == "STRING"]
-        return ast.ShowObjects(c[1], unquote_string(like[0]) if like else None)
+        on = [x for x in c if isinstance(x, ast.ObjectName)]
+        return ast.ShowObjects(c[1], unquote_string(like[0]) if like else None, on[0] if on else None)
 
     def show_create(self, c):
         kind = [x for x in c if isinstance(x, str) and not isinstance(x, Token)][0]

@@ -1,0 +1,93 @@
+"""What a Postgres source needs to know of its upstream before it is created: the publication, the tables it covers,
+and each table's columns (with their Postgres types), primary key and replica identity. Read from Postgres's own
+catalog in one transaction, so the answer is consistent."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class UpstreamColumn:
+    name: str
+    type_name: str  # pg_type.typname of the column's type, after domains ('int4', '_text' for text[], 'numeric')
+    display: str  # format_type(): as a user wrote it ('numeric(10,2)', 'character varying(20)')
+    kind: str  # pg_type.typtype: 'b' base, 'e' enum, 'c' composite, 'r' range, 'p' pseudo…
+    element: Optional[str]  # for arrays, the element's typname after domains
+    element_kind: Optional[str]
+    type_modifier: int  # atttypmod (numeric precision and scale; -1 when unbounded)
+    not_null: bool
+
+
+@dataclass(frozen=True)
+class UpstreamTable:
+    schema: str
+    name: str
+    columns: tuple[UpstreamColumn, ...]
+    primary_key: tuple[str, ...]
+    replica_identity: str  # 'd' default (the primary key), 'f' full, 'i' an index, 'n' nothing
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+
+_COLUMNS = """
+WITH RECURSIVE base(oid, root) AS (          -- a domain's base type, through domains over domains
+    SELECT oid, oid FROM pg_type
+  UNION ALL
+    SELECT b.oid, t.typbasetype FROM base b JOIN pg_type t ON t.oid = b.root WHERE t.typtype = 'd'
+)
+SELECT a.attname, rt.typname, format_type(a.atttypid, a.atttypmod), rt.typtype, et.typname, et.typtype,
+       CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END, a.attnotnull
+FROM pg_attribute a
+JOIN pg_type t ON t.oid = a.atttypid
+JOIN base b ON b.oid = a.atttypid AND NOT EXISTS (SELECT 1 FROM pg_type d WHERE d.oid = b.root AND d.typtype = 'd')
+JOIN pg_type rt ON rt.oid = b.root
+LEFT JOIN base eb ON eb.oid = rt.typelem AND rt.typcategory = 'A'
+     AND NOT EXISTS (SELECT 1 FROM pg_type d WHERE d.oid = eb.root AND d.typtype = 'd')
+LEFT JOIN pg_type et ON et.oid = eb.root
+WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attnum
+"""
+_PRIMARY_KEY = """
+SELECT a.attname FROM pg_index i
+JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) ON true
+JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY k.n
+"""
+
+
+def publication_exists(connection, publication: str) -> bool:
+    return connection.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (publication,)).fetchone() \
+        is not None
+
+
+def published_tables(connection, publication: str) -> list[tuple[str, str]]:
+    return [tuple(row) for row in connection.execute(
+        "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s ORDER BY 1, 2",
+        (publication,)).fetchall()]
+
+
+def table_exists(connection, schema: str, name: str) -> bool:
+    return connection.execute("SELECT 1 FROM pg_tables WHERE schemaname = %s AND tablename = %s",
+                              (schema, name)).fetchone() is not None
+
+
+def may_read(connection, schema: str, name: str) -> bool:
+    """SELECT on the table (the initial snapshot reads it), and USAGE on its schema (to name it at all)."""
+    return connection.execute("SELECT has_schema_privilege(%s, 'USAGE') AND has_table_privilege(%s, 'SELECT')",
+                              (schema, _quoted(schema, name))).fetchone()[0]
+
+
+def describe(connection, schema: str, name: str) -> UpstreamTable:
+    relation = _quoted(schema, name)
+    columns = tuple(UpstreamColumn(*row) for row in connection.execute(_COLUMNS, (relation,)).fetchall())
+    primary_key = tuple(row[0] for row in connection.execute(_PRIMARY_KEY, (relation,)).fetchall())
+    identity = connection.execute("SELECT relreplident FROM pg_class WHERE oid = %s::regclass",
+                                  (relation,)).fetchone()[0]
+    return UpstreamTable(schema, name, columns, primary_key, identity)
+
+
+def _quoted(schema: str, name: str) -> str:
+    return ".".join('"' + part.replace('"', '""') + '"' for part in (schema, name))

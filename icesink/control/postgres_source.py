@@ -1,0 +1,144 @@
+"""A Postgres source's subsources, from what its upstream says when the source is created (Materialize calls this
+purification): which tables the publication covers, and each one's columns in icesink's types, primary key and
+replica identity. Anything a source could not replicate is refused now, naming the table or column and the fix."""
+from __future__ import annotations
+
+import dataclasses
+
+from ..catalog_connections.postgres_upstream import (UpstreamColumn, UpstreamTable, describe, may_read,
+                                                     publication_exists, published_tables, table_exists)
+from ..errors import PlanError
+from ..grammar.render import subsource_sql
+from ..model.descriptors import PostgresSourceDescriptor, SubsourceDescriptor
+from ..model.types import Column
+from .plans import CreatePlan
+
+_TYPES = {
+    "int2": "smallint", "int4": "integer", "int8": "bigint", "float4": "real", "float8": "double precision",
+    "text": "text", "varchar": "text", "bpchar": "text", "char": "text", "name": "text", "bool": "boolean",
+    "bytea": "bytea", "date": "date", "time": "time", "timestamp": "timestamp",
+    "timestamptz": "timestamp with time zone", "interval": "interval", "uuid": "uuid", "jsonb": "jsonb",
+    # kept as Postgres prints them: json keeps its own spelling, timetz its offset
+    "json": "text", "timetz": "text",
+}
+MAX_PRECISION = 38  # Iceberg decimals
+
+
+def resolve_subsources(plan: CreatePlan, connector, name_taken) -> None:
+    """Fills `plan.children` (one subsource per upstream table) from the upstream; `name_taken(name)` says whether
+    a catalog object already has that name."""
+    import psycopg
+
+    try:
+        tables = _upstream_tables(plan, connector)
+    except psycopg.Error as exc:
+        raise PlanError(f"source '{plan.name}': reading the upstream catalog through connection '{connector.name}' "
+                        f"failed: {str(exc).strip().splitlines()[0]}") from None
+    children = {child.descriptor.upstream: child for child in plan.children}
+    plan.children = []
+    for table in tables:
+        child = children.get(table.qualified) or _new_child(plan, table, name_taken)
+        columns, key = _columns(plan.name, table, plan.descriptor)
+        child.descriptor = dataclasses.replace(child.descriptor, columns=columns, primary_key=key)
+        plan.children.append(child)
+    _check_named_columns(plan.name, plan.descriptor, tables)
+
+
+def _upstream_tables(plan: CreatePlan, connector) -> list[UpstreamTable]:
+    source: PostgresSourceDescriptor = plan.descriptor
+    with connector.connect() as connection, connection.transaction():
+        connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        if not publication_exists(connection, source.publication):
+            raise PlanError(f"source '{plan.name}': publication '{source.publication}' does not exist in database "
+                            f"'{connector.database}' of connection '{connector.name}': CREATE PUBLICATION "
+                            f"{source.publication} FOR TABLE … (or FOR ALL TABLES) there")
+        published = published_tables(connection, source.publication)
+        wanted = _wanted(plan, source, published, connection)
+        for schema, name in wanted:
+            if not may_read(connection, schema, name):
+                raise PlanError(f"source '{plan.name}': user '{connector.user}' may not read table {schema}.{name}, "
+                                f"which the source copies first: GRANT SELECT ON {schema}.{name} TO "
+                                f"\"{connector.user}\"")
+        return [describe(connection, schema, name) for schema, name in wanted]
+
+
+def _wanted(plan: CreatePlan, source: PostgresSourceDescriptor, published, connection) -> list[tuple[str, str]]:
+    if source.tables == "tables":
+        wanted = [tuple(child.descriptor.upstream.split(".", 1)) for child in plan.children]
+        for schema, name in wanted:
+            if (schema, name) not in published:
+                if not table_exists(connection, schema, name):
+                    raise PlanError(f"source '{plan.name}': table {schema}.{name} does not exist upstream")
+                raise PlanError(f"source '{plan.name}': publication '{source.publication}' does not cover table "
+                                f"{schema}.{name}: ALTER PUBLICATION {source.publication} ADD TABLE {schema}.{name}")
+        return wanted
+    if source.tables == "schemas":
+        return [(schema, name) for schema, name in published if schema in source.schemas]
+    if source.tables == "all":
+        return published
+    return []  # tables are named later, one by one, with CREATE TABLE … FROM SOURCE
+
+
+def _new_child(plan: CreatePlan, table: UpstreamTable, name_taken) -> CreatePlan:
+    taken = [c.name for c in plan.children]
+    if name_taken(table.name) or table.name in taken or table.name == plan.name:
+        raise PlanError(f"source '{plan.name}': upstream table {table.qualified} would become subsource "
+                        f"'{table.name}', a name already taken; name its tables with FOR TABLES ({table.qualified} "
+                        "AS other_name, …)")
+    sql = subsource_sql(table.name, plan.name, table.qualified)
+    return CreatePlan("subsource", "subsource", table.name, sql, sql, SubsourceDescriptor(table.qualified),
+                      cluster=plan.cluster)
+
+
+def _matches(reference: str, table: UpstreamTable) -> str | None:
+    """The column a TEXT/EXCLUDE COLUMNS reference ('table.col' or 'schema.table.col') names in `table`, or None."""
+    *relation, column = reference.split(".")
+    if relation in ([table.name], [table.schema, table.name]):
+        return column
+    return None
+
+
+def _columns(source_name: str, table: UpstreamTable, source: PostgresSourceDescriptor):
+    if table.replica_identity == "n" or (table.replica_identity == "d" and not table.primary_key):
+        raise PlanError(f"source '{source_name}': table {table.qualified} has neither a primary key nor REPLICA "
+                        f"IDENTITY FULL, so its updates and deletes cannot be replicated: ALTER TABLE "
+                        f"{table.qualified} REPLICA IDENTITY FULL (or add a primary key)")
+    as_text = {c for ref in source.text_columns if (c := _matches(ref, table))}
+    excluded = {c for ref in source.exclude_columns if (c := _matches(ref, table))}
+    columns = tuple(Column(c.name, "text" if c.name in as_text else _type(source_name, table, c), not c.not_null)
+                    for c in table.columns if c.name not in excluded)
+    key = table.primary_key if not excluded & set(table.primary_key) else ()
+    return columns, key
+
+
+def _type(source_name: str, table: UpstreamTable, column: UpstreamColumn) -> str:
+    if column.element is not None:
+        element = _scalar(column.element, column.element_kind, -1)
+        if element is not None:
+            return element + "[]"
+    else:
+        mapped = _scalar(column.type_name, column.kind, column.type_modifier)
+        if mapped is not None:
+            return mapped
+    raise PlanError(f"source '{source_name}': column \"{column.name}\" of table {table.qualified} has type "
+                    f"{column.display}, which icesink cannot replicate as such: name it in TEXT COLUMNS "
+                    f"({table.name}.{column.name}) to replicate it as text, or in EXCLUDE COLUMNS to leave it out")
+
+
+def _scalar(type_name: str, kind: str | None, modifier: int) -> str | None:
+    if kind == "e":
+        return "text"  # an enum's label
+    if type_name == "numeric":
+        if modifier < 0:
+            return "numeric"  # unbounded: written as decimal(38,10)
+        precision, scale = ((modifier - 4) >> 16) & 0xFFFF, (modifier - 4) & 0xFFFF
+        return f"numeric({precision},{scale})" if precision <= MAX_PRECISION and scale <= precision else None
+    return _TYPES.get(type_name)
+
+
+def _check_named_columns(source_name: str, source: PostgresSourceDescriptor, tables: list[UpstreamTable]) -> None:
+    for option, references in (("TEXT COLUMNS", source.text_columns), ("EXCLUDE COLUMNS", source.exclude_columns)):
+        for reference in references:
+            if not any(_matches(reference, t) in {c.name for c in t.columns} for t in tables):
+                raise PlanError(f"source '{source_name}': {option} names {reference}, which is not a column of a "
+                                "table this source replicates")
