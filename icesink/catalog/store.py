@@ -182,6 +182,10 @@ class Catalog:
         return [self._row(r) for r in self.db.execute(f"SELECT {self._COLUMNS} FROM objects WHERE kind = 'sink'"
                                                       " ORDER BY seq")]
 
+    def objects_of(self, kind: str, object_type: str) -> list[CatalogObject]:
+        return [self._row(r) for r in self.db.execute(
+            f"SELECT {self._COLUMNS} FROM objects WHERE kind = ? AND type = ? ORDER BY seq", (kind, object_type))]
+
     def sinks_writing(self, namespace: str, table: str) -> list[CatalogObject]:
         """The sinks that write an Iceberg table of this name, in whatever catalog (one query, not one per sink)."""
         return [self._row(r) for r in self.db.execute(

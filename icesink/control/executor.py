@@ -17,6 +17,7 @@ from .copy_from import CopyError, read_rows
 from .postgres_source import resolve_subsources
 from .plans import (CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan, InsertRowsPlan, NoticePlan, QueryPlan,
                             SetSecretPlan, SetVariablePlan, UpdatePlan, ValidatePlan, WritePlan)
+from ..engine.ingest.postgres import drop_slot, forget, slot_name
 from ..engine.lifecycle import dropped
 from ..engine.tables import RowRefused, TableStore, is_engine_table
 from ..engine.values import InvalidValue
@@ -64,7 +65,9 @@ class Executor:
                 for child in plan.children:
                     child.depends_on = (object_id,)
                     child.descriptor = dataclasses.replace(child.descriptor, source_id=object_id)
-                    self._insert(child)
+                    child_id = self._insert(child)
+                    if plan.type == "postgres":  # replicated into an engine table of its own
+                        self.tables.create(child_id, child.descriptor.columns, child.descriptor.primary_key)
                 if plan.secret_value is not None:
                     self.secrets.set(object_id, plan.secret_value)
                 if is_engine_table(plan):
@@ -91,21 +94,38 @@ class Executor:
     def _DropPlan(self, plan: DropPlan) -> Result:
         kinds = {KIND_WORDS[o.kind] for o in plan.objects if o.kind != "subsource"}
         status = f"DROP {kinds.pop().upper()}" if len(kinds) == 1 else "DROP"
+        replicated = [(o, self.catalog.get_by_id(o.connection_id)) for o in plan.objects
+                      if o.kind == "source" and o.type == "postgres"]
         with self.catalog.transaction():
             self.catalog.delete([o.id for o in plan.objects])
             for obj in plan.objects:
                 if obj.kind in ("sink", "source", "subsource"):
                     dropped(self.catalog, obj.id, "sink" if obj.kind == "sink" else "source")
+        notices = list(plan.notices) + self._drop_replication(replicated)
         for obj in plan.objects:
             if obj.kind == "secret":
                 self.secrets.delete(obj.id)
-            elif is_engine_table(obj):
+            elif is_engine_table(obj) or obj.kind == "subsource":
                 self.tables.drop(obj.id)
         cascaded = [f"{KIND_WORDS[o.kind]} '{o.name}'" for o in plan.objects if o.id not in plan.named]
-        notices = list(plan.notices)
         if cascaded:
             notices.append("also dropped: " + ", ".join(cascaded))
         return Result(status, notices=notices)
+
+    def _drop_replication(self, sources) -> list[str]:
+        """Each dropped Postgres source's replication slot, which would hold the upstream's WAL forever; a slot
+        that cannot be dropped now is named in a notice, with how to drop it."""
+        notices = []
+        for source, connection in sources:
+            forget(self.tables, source.id)
+            slot = slot_name(self.catalog, source.id)
+            try:
+                drop_slot(connector_for(connection, self.secret_value, self.catalog), slot)
+            except Exception as exc:
+                reason = getattr(exc, "message", None) or str(exc).strip().splitlines()[0]
+                notices.append(f"the replication slot {slot} of source '{source.name}' was not dropped ({reason}); "
+                               f"drop it upstream: SELECT pg_drop_replication_slot('{slot}')")
+        return notices
 
     def _UpdatePlan(self, plan: UpdatePlan) -> Result:
         try:

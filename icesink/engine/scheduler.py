@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..catalog.store import Catalog
 from .failures import cause_of
+from .ingest.supervisor import Ingestions
 from .lifecycle import SinkLifecycle
 from .sink.runner import SinkFailed, SinkRunner
 
@@ -59,6 +60,7 @@ class Scheduler:
         self._lock_file.write(str(os.getpid()))
         self._lock_file.flush()
         self.catalog = Catalog(self.data_dir)
+        self.ingestions = Ingestions(self.catalog, secret, BACKOFF_SECONDS)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="icesink-scheduler", daemon=True)
@@ -78,6 +80,7 @@ class Scheduler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=120)
+        self.ingestions.stop()
         for sink_id, slot in self.slots.items():
             if slot.runner is not None:
                 slot.runner.stop()
@@ -97,6 +100,7 @@ class Scheduler:
             self._stop.wait(POLL_SECONDS)
 
     def tick(self) -> None:
+        self.ingestions.tick()
         sinks = {s.id: s for s in self.catalog.sinks()}
         for sink_id in list(self.slots):
             if sink_id not in sinks:

@@ -7,8 +7,9 @@ from ...errors import NotSupportedYet
 from .base import Input, ProgressBehindInput
 from .engine_table import EngineTableInput
 from .generators import GeneratorInput
+from .postgres import PostgresSubsourceInput
 
-INPUTS = {"engine-table": EngineTableInput, "load-generator": GeneratorInput}
+INPUTS = {"engine-table": EngineTableInput, "load-generator": GeneratorInput, "postgres": PostgresSubsourceInput}
 
 
 def input_for(catalog: Catalog, relation: CatalogObject) -> Input:

@@ -1,0 +1,265 @@
+"""Replicates a Postgres source into icesink's own store, as Materialize persists a source before its sinks read it:
+each subsource is an engine table (its rows and its change log), so sinks read a subsource exactly as they read a
+table, with the same offsets, acknowledgements and exactly-once commits.
+
+The first run creates the source's replication slot (pgoutput) with an exported snapshot, copies every table as of
+that snapshot, and records the slot's consistent point, all in one local transaction: no change is lost or doubled
+at the seam. Then it peeks the slot's changes a batch of whole transactions at a time, applies them to the local
+copy together with the LSN they end at, and only then advances the slot: the upstream keeps a change until icesink
+holds it durably, and a change applied before a crash is recognised by its LSN and skipped after it."""
+from __future__ import annotations
+
+import logging
+import threading
+
+from psycopg import sql
+
+from ...catalog.store import Catalog, CatalogObject
+from ...catalog_connections import connector_for
+from ..failures import NeedsAction
+from ..tables import TableStore, quote, storage_name
+from ..values import input_function
+from .pgoutput import UNCHANGED, Change, Decoder, Relation, Transaction, lsn_int, lsn_text
+
+log = logging.getLogger("icesink.ingest")
+CHANGES_PER_PEEK = 50_000  # Postgres finishes the transaction in progress: the batch may be larger
+IDLE_SECONDS = 0.2
+SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"  # values in the form engine tables take
+
+
+class SlotLost(NeedsAction):
+    """The source's replication slot is gone upstream: the changes since icesink last read it are lost."""
+
+
+class UpstreamChanged(Exception):
+    """An upstream table's columns no longer match its subsource's."""
+
+
+def slot_name(catalog: Catalog, source_id: str) -> str:
+    """One slot per source, named after this installation so that two data directories never share one."""
+    return f"icesink_{catalog.install_id[:12]}_{source_id}"
+
+
+def _progress_table(db) -> None:
+    db.execute("CREATE TABLE IF NOT EXISTS source_progress (source_id TEXT PRIMARY KEY, slot TEXT NOT NULL,"
+               " lsn INTEGER NOT NULL)")
+
+
+def forget(store: TableStore, source_id: str) -> None:
+    """DROP SOURCE: the local copy's progress goes with it (the subsources' tables are dropped one by one)."""
+    _progress_table(store.db)
+    store.db.execute("DELETE FROM source_progress WHERE source_id = ?", (source_id,))
+
+
+class _Subsource:
+    """Where one upstream table's rows live locally, and how its upstream columns map onto them."""
+
+    def __init__(self, obj: CatalogObject):
+        self.obj = obj
+        self.columns = list(obj.descriptor.columns)
+        self.table = quote(storage_name(obj.id))
+        self.inputs = [input_function(c.type) for c in self.columns]
+        self.key = list(obj.descriptor.primary_key)
+        self.positions: list[int] | None = None  # upstream position of each local column, from the Relation
+
+    def bind(self, relation: Relation, excluded: set[str]) -> None:
+        names = [c.name for c in self.columns]
+        unknown = [c for c in relation.columns if c not in names and c not in excluded]
+        missing = [n for n in names if n not in relation.columns]
+        if unknown or missing:
+            change = "; ".join(filter(None, (f"added {', '.join(unknown)}" if unknown else "",
+                                             f"dropped {', '.join(missing)}" if missing else "")))
+            raise UpstreamChanged(f"upstream table {relation.qualified} changed its columns ({change}), which "
+                                  "icesink does not replicate yet: recreate the source to pick the new columns up")
+        self.positions = [relation.columns.index(n) for n in names]
+
+    def values(self, row: list) -> list:
+        return [row[p] for p in self.positions]
+
+    def convert(self, values: list) -> list:
+        return [v if v is None or v is UNCHANGED else f(v) for f, v in zip(self.inputs, values)]
+
+    def insert(self, db, values: list) -> None:
+        db.execute(f"INSERT INTO {self.table} ({', '.join(quote(c.name) for c in self.columns)}) VALUES "
+                   f"({', '.join('?' * len(self.columns))})", self.convert(values))
+
+    def _where(self, old: list) -> tuple[str, list]:
+        if self.key:
+            index = [c.name for c in self.columns]
+            values = self.convert(old)
+            return (" AND ".join(f"{quote(k)} = ?" for k in self.key), [values[index.index(k)] for k in self.key])
+        # REPLICA IDENTITY FULL without a key: the first row equal to the old one
+        condition = " AND ".join(f"{quote(c.name)} IS ?" for c in self.columns)
+        return f"rowid = (SELECT rowid FROM {self.table} WHERE {condition} LIMIT 1)", self.convert(old)
+
+    def update(self, db, old: list | None, new: list) -> None:
+        # no old tuple: the key did not change; 'K' has the key's columns (the rest NULL), 'O' the whole old row
+        where, params = self._where(old if old is not None else new)
+        changed = [(c, v) for c, v in zip(self.columns, self.convert(new)) if v is not UNCHANGED]
+        assignments = ", ".join(f"{quote(c.name)} = ?" for c, _ in changed)
+        touched = db.execute(f"UPDATE {self.table} SET {assignments} WHERE {where}",
+                             [v for _, v in changed] + params).rowcount
+        if touched == 0 and UNCHANGED not in new:  # a row the copy missed cannot be, but keep the newest anyway
+            self.insert(db, new)
+
+    def delete(self, db, old: list) -> None:
+        where, params = self._where(old)
+        db.execute(f"DELETE FROM {self.table} WHERE {where}", params)
+
+    def truncate(self, db) -> None:
+        db.execute(f"DELETE FROM {self.table}")
+
+
+class PostgresIngestion:
+    """One source's replication, run by the scheduler in a thread of its own until stopped or failed."""
+
+    def __init__(self, catalog: Catalog, source: CatalogObject, secret):
+        self.catalog, self.source = catalog, source
+        self.descriptor = source.descriptor
+        self.connector = connector_for(catalog.get_by_id(self.descriptor.connection_id), secret, catalog)
+        self.slot = slot_name(catalog, source.id)
+        self.subsources = {o.descriptor.upstream: _Subsource(o) for o in catalog.dependents(source.id)
+                           if o.kind == "subsource"}
+        self.decoder = Decoder()
+        self.stopping = threading.Event()
+        self.lsn = 0  # every change up to here is in the local copy
+
+    def _excluded(self, subsource: _Subsource) -> set[str]:
+        schema, name = subsource.obj.descriptor.upstream.split(".", 1)
+        excluded = set()
+        for reference in self.descriptor.exclude_columns:
+            *relation, column = reference.split(".")
+            if relation in ([name], [schema, name]):
+                excluded.add(column)
+        return excluded
+
+    def run(self, on_running) -> None:
+        """Copies (once) and then follows the source until `stop()`; `on_running(details)` is called when it is
+        caught up with the slot for the first time. Raises what stops it."""
+        store = TableStore(self.catalog.data_dir)
+        try:
+            _progress_table(store.db)
+            row = store.db.execute("SELECT lsn FROM source_progress WHERE source_id = ?",
+                                   (self.source.id,)).fetchone()
+            if row is None:
+                self._snapshot(store)
+            else:
+                self.lsn = row[0]
+            with self.connector.connect(options=SESSION) as upstream:
+                announced = False
+                while not self.stopping.is_set():
+                    applied = self._pump(store, upstream)
+                    if not announced:
+                        on_running({"lsn": lsn_text(self.lsn), "slot": self.slot})
+                        announced = True
+                    if applied == 0:
+                        self.stopping.wait(IDLE_SECONDS)
+        finally:
+            store.close()
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    # ------------------------------------------------------------ the initial copy
+    def _snapshot(self, store: TableStore) -> None:
+        with self.connector.connect(options=SESSION) as upstream:
+            upstream.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                             "WHERE slot_name = %s", (self.slot,))  # left by a copy that did not finish
+            with self.connector.connect(replication="database") as replication:
+                _, consistent, snapshot, _ = replication.execute(
+                    f"CREATE_REPLICATION_SLOT {self.slot} LOGICAL pgoutput (SNAPSHOT 'export')").fetchone()
+                # the exported snapshot lives while the replication connection stays open and idle
+                with upstream.transaction(), store.transaction() as db:
+                    upstream.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    upstream.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
+                    copied = sum(self._copy(upstream, db, sub) for sub in self.subsources.values())
+                    self.lsn = lsn_int(consistent)
+                    db.execute("INSERT INTO source_progress VALUES (?, ?, ?)", (self.source.id, self.slot, self.lsn))
+        log.info("source %s: copied %d rows as of %s", self.source.name, copied, consistent)
+
+    def _copy(self, upstream, db, sub: _Subsource) -> int:
+        schema, name = sub.obj.descriptor.upstream.split(".", 1)
+        query = sql.SQL("COPY (SELECT {} FROM {}) TO STDOUT").format(
+            sql.SQL(", ").join(sql.Identifier(c.name) for c in sub.columns), sql.Identifier(schema, name))
+        count = 0
+        with upstream.cursor().copy(query) as copy:
+            copy.set_types(["text"] * len(sub.columns))
+            for row in copy.rows():
+                sub.insert(db, list(row))
+                count += 1
+        return count
+
+    # ------------------------------------------------------------ the change stream
+    def _pump(self, store: TableStore, upstream) -> int:
+        """Applies the next batch of whole transactions; returns how many it applied."""
+        import psycopg
+
+        try:
+            rows = upstream.execute(
+                "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, NULL, %s, 'proto_version', '1', "
+                "'publication_names', %s)",
+                (self.slot, CHANGES_PER_PEEK, '"' + self.descriptor.publication.replace('"', '""') + '"')).fetchall()
+        except (psycopg.errors.UndefinedObject, psycopg.errors.ObjectNotInPrerequisiteState) as exc:
+            raise SlotLost(f"source '{self.source.name}': its replication slot {self.slot} can no longer be read "
+                           f"({str(exc).strip().splitlines()[0]}): the changes since icesink last read it are lost; "
+                           "recreate the source (DROP SOURCE … CASCADE, then CREATE SOURCE)") from None
+        transactions = [t for t in (self.decoder.feed(bytes(data)) for (data,) in rows) if t is not None]
+        fresh = [t for t in transactions if t.end_lsn > self.lsn]  # applied before a crash: skipped
+        if fresh:
+            with store.transaction() as db:
+                for transaction in fresh:
+                    self._apply(db, transaction)
+                self.lsn = fresh[-1].end_lsn
+                db.execute("UPDATE source_progress SET lsn = ? WHERE source_id = ?", (self.lsn, self.source.id))
+        if transactions:
+            upstream.execute("SELECT pg_replication_slot_advance(%s, %s)",
+                             (self.slot, lsn_text(transactions[-1].end_lsn)))
+        return len(fresh)
+
+    def _apply(self, db, transaction: Transaction) -> None:
+        for change in transaction.changes:
+            if change.kind == "truncate":
+                for oid in change.relations:
+                    sub = self._target(oid)
+                    if sub is not None:
+                        sub.truncate(db)
+                continue
+            sub = self._target(change.relation)
+            if sub is not None:
+                self._apply_row(db, sub, change)
+
+    def _target(self, oid: int) -> _Subsource | None:
+        relation = self.decoder.relations[oid]
+        sub = self.subsources.get(relation.qualified)
+        if sub is not None and (sub.positions is None or getattr(sub, "relation", None) is not relation):
+            sub.bind(relation, self._excluded(sub))
+            sub.relation = relation
+        return sub
+
+    @staticmethod
+    def _apply_row(db, sub: _Subsource, change: Change) -> None:
+        if change.kind == "insert":
+            sub.insert(db, sub.values(change.new))
+        elif change.kind == "update":
+            sub.update(db, sub.values(change.old) if change.old is not None else None, sub.values(change.new))
+        elif change.kind == "delete":
+            sub.delete(db, sub.values(change.old))
+
+
+def drop_slot(connector, slot: str) -> None:
+    """DROP SOURCE: the slot would otherwise keep the upstream's WAL forever. A peek in progress holds it for a
+    moment, so a busy slot is tried again."""
+    import time
+
+    import psycopg
+
+    with connector.connect() as upstream:
+        for attempt in range(20):
+            try:
+                upstream.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                                 "WHERE slot_name = %s", (slot,))
+                return
+            except psycopg.errors.ObjectInUse:
+                if attempt == 19:
+                    raise
+                time.sleep(0.25)

@@ -1,0 +1,105 @@
+"""The scheduler's part for sources icesink replicates: one thread per Postgres source, started again with backoff
+when it stops on an error (`stalled`), not when the error needs the user (`failed`). Statuses are recorded from the
+scheduler's thread, the one that owns the catalog's connection."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..failures import cause_of, needs_action
+from .postgres import PostgresIngestion
+
+log = logging.getLogger("icesink.ingest")
+
+
+@dataclass
+class _Replication:
+    ingestion: PostgresIngestion | None = None
+    thread: threading.Thread | None = None
+    error: BaseException | None = None
+    running: dict | None = None  # set by the thread once caught up; recorded by the scheduler
+    recorded_running: bool = False
+    failures: int = 0
+    retry_at: float = 0.0
+    failed: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Ingestions:
+    def __init__(self, catalog, secret, backoff: tuple[int, ...]):
+        self.catalog, self.secret, self.backoff = catalog, secret, backoff
+        self.sources: dict[str, _Replication] = {}
+
+    def tick(self) -> None:
+        sources = {s.id: s for s in self.catalog.objects_of("source", "postgres")}
+        for source_id in list(self.sources):
+            if source_id not in sources:
+                self._stop(self.sources.pop(source_id))
+        for source_id, source in sources.items():
+            state = self.sources.setdefault(source_id, _Replication())
+            if state.failed:
+                continue
+            if state.thread is not None and state.thread.is_alive():
+                if state.running is not None and not state.recorded_running:
+                    self.catalog.record_status(source_id, "source", "running", details=state.running)
+                    state.recorded_running, state.failures = True, 0
+                continue
+            if state.thread is not None:  # it stopped: why
+                state.thread = None
+                self._stopped(source, state)
+                continue
+            if time.time() >= state.retry_at:
+                self._start(source, state)
+
+    def _start(self, source, state: _Replication) -> None:
+        state.error, state.running, state.recorded_running = None, None, False
+        try:
+            state.ingestion = PostgresIngestion(self.catalog, source, self.secret)
+        except Exception as exc:
+            state.error = exc
+            self._stopped(source, state)
+            return
+        self.catalog.record_status(source.id, "source", "starting")
+
+        def run():
+            try:
+                state.ingestion.run(lambda details: setattr(state, "running", details))
+            except BaseException as exc:  # reported by the scheduler's thread
+                state.error = exc
+
+        state.thread = threading.Thread(target=run, name=f"icesink-source-{source.name}", daemon=True)
+        state.thread.start()
+
+    def _stopped(self, source, state: _Replication) -> None:
+        exc = state.error
+        if exc is None:
+            return
+        if needs_action(exc):
+            state.failed = True
+            self.catalog.record_status(source.id, "source", "failed", str(exc))
+            return
+        delay = self.backoff[min(state.failures, len(self.backoff) - 1)]
+        state.failures += 1
+        state.retry_at = time.time() + delay
+        log.warning("source %s stalled: %s", source.name, cause_of(exc))
+        self.catalog.record_status(source.id, "source", "stalled", _words(exc),
+                                   {"hints": [f"retrying in {delay}s"], "attempt": state.failures})
+
+    @staticmethod
+    def _stop(state: _Replication) -> None:
+        if state.ingestion is not None:
+            state.ingestion.stop()
+        if state.thread is not None:
+            state.thread.join(timeout=30)
+
+    def stop(self) -> None:
+        for state in self.sources.values():
+            self._stop(state)
+
+
+def _words(exc: BaseException) -> str:
+    """psycopg's messages carry libpq's context lines; the first says it."""
+    text = getattr(exc, "message", None) or cause_of(exc)
+    return str(text).strip().splitlines()[0] if str(text).strip() else type(exc).__name__
