@@ -257,11 +257,19 @@ class Postgres:
             shutil.chown(password_file, self.user)
         self._run("initdb", "-D", str(self.directory / "data"), "-U", "postgres", "--auth-local=trust",
                   "--auth-host=scram-sha-256", f"--pwfile={password_file}", "-E", "UTF8", "--locale=C.UTF-8")
-        options = " ".join(f"-c {k}={v}" for k, v in self.settings.items())
         atexit.register(self.stop)
+        return self.resume()
+
+    def resume(self) -> "Postgres":
+        """Starts the cluster again after halt(), with its data."""
+        options = " ".join(f"-c {k}={v}" for k, v in self.settings.items())
         self._run("pg_ctl", "-D", str(self.directory / "data"), "-w", "-l", str(self.directory / "log"),
                   "-o", f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 {options}", "start")
         return self
+
+    def halt(self) -> None:
+        """Stops the server as an administrator would (fast: open connections are cut), keeping its data."""
+        self._run("pg_ctl", "-D", str(self.directory / "data"), "-m", "fast", "-w", "stop")
 
     def admin(self, dbname: str = "postgres"):
         """A psycopg connection as the superuser, autocommit."""

@@ -184,3 +184,46 @@ def _array_element(value: str) -> str:
     if value == "" or value.upper() == "NULL" or any(c in value for c in ' ,{}"\\'):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return value
+
+
+def source_status(session, name="shop"):
+    found = rows(session, "SELECT st.status, st.error FROM mz_sources s JOIN mz_internal.mz_source_statuses st "
+                          f"ON s.id = st.id WHERE s.name = '{name}'")
+    return found[0] if found else (None, None)
+
+
+def test_the_source_survives_postgres_restarting(session, scheduler, upstream):
+    with upstream.admin("shop") as admin:
+        admin.execute("INSERT INTO orders SELECT n, n, 'before' FROM generate_series(1, 100) n")
+    session.execute(SETUP.format(password=PASSWORD, port=upstream.port))
+    in_sync(session, upstream)
+    upstream.halt()
+    try:
+        status, error = wait_for(lambda: source_status(session)[0] == "stalled" and source_status(session),
+                                 timeout=60, what="the source to stall")
+        assert error.startswith("Postgres connection 'pg': ") and f"127.0.0.1:{upstream.port}" in error, error
+    finally:
+        upstream.resume()
+    with upstream.admin("shop") as admin:
+        admin.execute("INSERT INTO orders SELECT n, n, 'after' FROM generate_series(101, 200) n")
+        admin.execute("UPDATE orders SET note = 'changed' WHERE id <= 50")
+    assert len(in_sync(session, upstream)) == 200
+    wait_for(lambda: source_status(session) == ("running", None), timeout=60, what="the source to run again")
+
+
+def test_a_slot_dropped_upstream_fails_the_source_with_what_to_do(session, scheduler, upstream):
+    session.execute(SETUP.format(password=PASSWORD, port=upstream.port))
+    wait_for(lambda: source_status(session)[0] == "running", timeout=60, what="the source to run")
+    slot = rows(session, "SELECT id FROM mz_sources WHERE name = 'shop'")[0][0]
+    with upstream.admin() as admin:
+        def dropped():
+            try:
+                admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                              "WHERE slot_name LIKE %s", (f"%\\_{slot}",))
+                return True
+            except Exception:  # held by a peek at this moment
+                return False
+        wait_for(dropped, timeout=30, what="the slot to be dropped")
+    status, error = wait_for(lambda: source_status(session)[0] == "failed" and source_status(session),
+                             timeout=60, what="the source to fail")
+    assert "replication slot" in error and "recreate the source" in error, error

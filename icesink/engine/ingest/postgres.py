@@ -136,26 +136,34 @@ class PostgresIngestion:
     def run(self, on_running) -> None:
         """Copies (once) and then follows the source until `stop()`; `on_running(details)` is called when it is
         caught up with the slot for the first time. Raises what stops it."""
+        import psycopg
+
         store = TableStore(self.catalog.data_dir)
         try:
-            _progress_table(store.db)
-            row = store.db.execute("SELECT lsn FROM source_progress WHERE source_id = ?",
-                                   (self.source.id,)).fetchone()
-            if row is None:
-                self._snapshot(store)
-            else:
-                self.lsn = row[0]
-            with self.connector.connect(options=SESSION) as upstream:
-                announced = False
-                while not self.stopping.is_set():
-                    applied = self._pump(store, upstream)
-                    if not announced:
-                        on_running({"lsn": lsn_text(self.lsn), "slot": self.slot})
-                        announced = True
-                    if applied == 0:
-                        self.stopping.wait(IDLE_SECONDS)
+            self._follow(store, on_running)
+        except psycopg.OperationalError as exc:  # the server went away, restarted or cut the connection
+            raise self.connector.invalid(f"the connection to {self.connector.address} was lost: "
+                                         f"{str(exc).strip().splitlines()[0]}") from None
         finally:
             store.close()
+
+    def _follow(self, store: TableStore, on_running) -> None:
+        _progress_table(store.db)
+        row = store.db.execute("SELECT lsn FROM source_progress WHERE source_id = ?",
+                               (self.source.id,)).fetchone()
+        if row is None:
+            self._snapshot(store)
+        else:
+            self.lsn = row[0]
+        with self.connector.connect(options=SESSION) as upstream:
+            announced = False
+            while not self.stopping.is_set():
+                applied = self._pump(store, upstream)
+                if not announced:
+                    on_running({"lsn": lsn_text(self.lsn), "slot": self.slot})
+                    announced = True
+                if applied == 0:
+                    self.stopping.wait(IDLE_SECONDS)
 
     def stop(self) -> None:
         self.stopping.set()
