@@ -1,4 +1,5 @@
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -61,3 +62,10 @@ ICESINK = [sys.executable, "-m", "icesink.repl.cli"]
 def cli_env(**extra):
     env = dict(os.environ, ICESINK_SECRET_STORE="file", **extra)
     return env
+
+
+def serve(data_dir, crash_at=None):
+    """`icesink serve` on a data directory, in a process of its own (to be killed)."""
+    env = cli_env(ICESINK_SPARK_MASTER="local[2]", **({"ICESINK_CRASH_AT": crash_at} if crash_at else {}))
+    return subprocess.Popen(ICESINK + ["serve", "--data-dir", str(data_dir)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -11,18 +11,12 @@ from decimal import Decimal
 import pytest
 
 import icesink
-from tests.conftest import ICESINK, cli_env, rows
+from tests.conftest import rows, serve
 from tests.readers import duckdb_rows
 from tests.runtime import caught_up, iceberg_table, wait_for
 
 pytestmark = pytest.mark.timeout(1200)
 KILLS = 20
-
-
-def serve(data_dir, crash_at=None):
-    env = cli_env(ICESINK_SPARK_MASTER="local[2]", **({"ICESINK_CRASH_AT": crash_at} if crash_at else {}))
-    return subprocess.Popen(ICESINK + ["serve", "--data-dir", str(data_dir)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 class Writer(threading.Thread):

@@ -3,14 +3,21 @@ updates, primary-key updates, deletes, unchanged TOASTed values, TRUNCATE) reach
 DuckDB and compared with what Postgres holds."""
 from __future__ import annotations
 
+import random
+import signal
+import subprocess
+import threading
+import time
+
 import pytest
 
-from tests.conftest import rows
+from tests.conftest import rows, serve
 from tests.readers import duckdb_rows
 from tests.runtime import iceberg_table, wait_for
 from tests.servers import Postgres
 
 PASSWORD = "cdc-pw-31"
+KILLS = 6
 
 
 @pytest.fixture(scope="module")
@@ -227,3 +234,72 @@ def test_a_slot_dropped_upstream_fails_the_source_with_what_to_do(session, sched
     status, error = wait_for(lambda: source_status(session)[0] == "failed" and source_status(session),
                              timeout=60, what="the source to fail")
     assert "replication slot" in error and "recreate the source" in error, error
+
+
+class UpstreamWriter(threading.Thread):
+    """Random transactions on the upstream table until stopped: inserts, updates, primary-key updates, deletes,
+    several changes per transaction at times, and one TRUNCATE half-way."""
+
+    def __init__(self, postgres):
+        super().__init__(daemon=True)
+        self.postgres, self.stopped, self.rng = postgres, threading.Event(), random.Random(11)
+        self.transactions = 0
+
+    def run(self):
+        with self.postgres.admin("shop") as admin:
+            next_id, truncated = 1, False
+            while not self.stopped.is_set():
+                with admin.transaction():
+                    for _ in range(self.rng.choice((1, 1, 3, 20))):
+                        roll = self.rng.random()
+                        if roll < 0.5:
+                            admin.execute("INSERT INTO orders VALUES (%s, %s, %s)",
+                                          (next_id, self.rng.randint(1, 99999) / 100, f"n{next_id}"))
+                            next_id += 1
+                        elif roll < 0.75:
+                            admin.execute("UPDATE orders SET amount = amount + 1, note = note || '+' WHERE id = "
+                                          "(SELECT id FROM orders ORDER BY random() LIMIT 1)")
+                        elif roll < 0.85:
+                            admin.execute("UPDATE orders SET id = %s WHERE id = (SELECT id FROM orders ORDER BY "
+                                          "random() LIMIT 1)", (next_id,))
+                            next_id += 1
+                        else:
+                            admin.execute("DELETE FROM orders WHERE id = (SELECT id FROM orders ORDER BY random() "
+                                          "LIMIT 1)")
+                self.transactions += 1
+                if self.transactions == 300 and not truncated:
+                    admin.execute("TRUNCATE orders")
+                    truncated = True
+                time.sleep(0.01)
+
+
+@pytest.mark.timeout(900)
+def test_sigkill_of_serve_loses_and_doubles_no_upstream_change(session, upstream):
+    with upstream.admin("shop") as admin:
+        admin.execute("INSERT INTO orders SELECT n, n, 'seed' FROM generate_series(100001, 102000) n")
+    session.execute(SETUP.format(password=PASSWORD, port=upstream.port))
+    writer = UpstreamWriter(upstream)
+    writer.start()
+    rng = random.Random(7)
+    try:
+        for _ in range(KILLS):
+            process = serve(session.data_dir)
+            try:
+                process.wait(timeout=rng.uniform(6, 16))
+                raise AssertionError(f"serve exited by itself: {process.stderr.read()}")
+            except subprocess.TimeoutExpired:
+                process.send_signal(signal.SIGKILL)
+                process.wait()
+    finally:
+        writer.stopped.set()
+        writer.join()
+    assert writer.transactions > 300  # the TRUNCATE happened while serve was being killed
+    final = serve(session.data_dir)
+    try:
+        expected = in_sync(session, upstream)
+    finally:
+        final.send_signal(signal.SIGTERM)
+        assert final.wait(timeout=120) == 0
+    assert len(expected) > 100
+    statuses = rows(session, "SELECT DISTINCT status FROM mz_internal.mz_source_status_history")
+    assert ("failed",) not in statuses
