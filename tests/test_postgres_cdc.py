@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from icesink.engine.ingest.pgoutput import lsn_int
 from tests.conftest import rows, serve
 from tests.readers import duckdb_rows
 from tests.runtime import iceberg_table, wait_for
@@ -97,6 +98,16 @@ def test_snapshot_then_every_kind_of_change(session, scheduler, upstream):
         admin.execute("TRUNCATE orders")
         admin.execute("INSERT INTO orders VALUES (5, 1.00, 'after truncate')")
     assert in_sync(session, upstream) == [(5, 1, "after truncate")]
+    with upstream.admin() as admin:
+        wal = lsn_int(admin.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
+
+    def statistics():
+        got = rows(session, "SELECT snapshot_records_known, snapshot_records_staged, messages_received, "
+                            "offset_known, offset_committed FROM mz_internal.mz_source_statistics st JOIN mz_sources s "
+                            "ON s.id = st.id WHERE s.name = 'shop'")[0]
+        return got if got[3] >= wal and got[4] >= wal else None
+    known, staged, received, _, _ = wait_for(statistics, timeout=30, what="the source's statistics")
+    assert known == staged == 1000 and received > 10
     status = rows(session, "SELECT st.status FROM mz_sources s JOIN mz_internal.mz_source_statuses st "
                            "ON s.id = st.id WHERE s.name = 'shop'")
     assert status == [("running",)]

@@ -213,8 +213,11 @@ class Catalog:
                         json.dumps(details) if details is not None else None, replica_id, status, object_id))
 
     def add_statistics(self, object_id: str, replica_id: Optional[str] = None, **increments: int) -> None:
-        """Adds to the monotonic counters; `last_commit_at` and `lag_ms` are set, not added."""
-        set_columns = {k: increments.pop(k) for k in ("last_commit_at", "lag_ms") if k in increments}
+        """Adds to the monotonic counters; gauges (`last_commit_at`, `lag_ms`, a source's snapshot records and
+        offsets) are set, not added."""
+        set_columns = {k: increments.pop(k) for k in ("last_commit_at", "lag_ms", "snapshot_records_known",
+                                                      "snapshot_records_staged", "offset_known", "offset_committed")
+                       if k in increments}
         with self.transaction() as db:
             db.execute("INSERT OR IGNORE INTO statistics (object_id, replica_id) VALUES (?, ?)", (object_id, replica_id))
             assignments = [f"{k} = {k} + ?" for k in increments] + [f"{k} = ?" for k in set_columns]

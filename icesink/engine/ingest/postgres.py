@@ -123,6 +123,22 @@ class PostgresIngestion:
         self.decoder = Decoder()
         self.stopping = threading.Event()
         self.lsn = 0  # every change up to here is in the local copy
+        self._staged = 0  # rows of the initial copy so far
+        self._statistics: dict[str, int] = {}
+        self._statistics_lock = threading.Lock()
+
+    def _count(self, **values: int) -> None:
+        """`messages_staged` and `bytes_staged` add up; the rest are gauges (see Catalog.add_statistics)."""
+        with self._statistics_lock:
+            for key, value in values.items():
+                additive = key in ("messages_staged", "bytes_staged")
+                self._statistics[key] = self._statistics.get(key, 0) + value if additive else value
+
+    def take_statistics(self) -> dict[str, int]:
+        """What changed since the last call, for mz_source_statistics (read by the scheduler's thread)."""
+        with self._statistics_lock:
+            taken, self._statistics = self._statistics, {}
+        return taken
 
     def _excluded(self, subsource: _Subsource) -> set[str]:
         schema, name = subsource.obj.descriptor.upstream.split(".", 1)
@@ -180,6 +196,11 @@ class PostgresIngestion:
                 with upstream.transaction(), store.transaction() as db:
                     upstream.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                     upstream.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
+                    known = sum(upstream.execute(sql.SQL("SELECT count(*) FROM {}").format(
+                        sql.Identifier(*sub.obj.descriptor.upstream.split(".", 1)))).fetchone()[0]
+                        for sub in self.subsources.values())
+                    self._staged = 0
+                    self._count(snapshot_records_known=known, snapshot_records_staged=0)
                     copied = sum(self._copy(upstream, db, sub) for sub in self.subsources.values())
                     self.lsn = lsn_int(consistent)
                     db.execute("INSERT INTO source_progress VALUES (?, ?, ?)", (self.source.id, self.slot, self.lsn))
@@ -195,6 +216,10 @@ class PostgresIngestion:
             for row in copy.rows():
                 sub.insert(db, list(row))
                 count += 1
+                if count % 10_000 == 0:
+                    self._count(snapshot_records_staged=self._staged + count)
+        self._staged += count
+        self._count(snapshot_records_staged=self._staged)
         return count
 
     # ------------------------------------------------------------ the change stream
@@ -202,6 +227,7 @@ class PostgresIngestion:
         """Applies the next batch of whole transactions; returns how many it applied."""
         import psycopg
 
+        known = lsn_int(upstream.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
         try:
             rows = upstream.execute(
                 "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, NULL, %s, 'proto_version', '1', "
@@ -212,6 +238,7 @@ class PostgresIngestion:
                            f"({str(exc).strip().splitlines()[0]}): the changes since icesink last read it are lost; "
                            "recreate the source (DROP SOURCE … CASCADE, then CREATE SOURCE)") from None
         transactions = [t for t in (self.decoder.feed(bytes(data)) for (data,) in rows) if t is not None]
+        self._count(messages_staged=len(rows), bytes_staged=sum(len(data) for (data,) in rows), offset_known=known)
         fresh = [t for t in transactions if t.end_lsn > self.lsn]  # applied before a crash: skipped
         if fresh:
             with store.transaction() as db:
@@ -219,6 +246,8 @@ class PostgresIngestion:
                     self._apply(db, transaction)
                 self.lsn = fresh[-1].end_lsn
                 db.execute("UPDATE source_progress SET lsn = ? WHERE source_id = ?", (self.lsn, self.source.id))
+        # with nothing left to read, everything the server had written when asked is either held or not published
+        self._count(offset_committed=self.lsn if rows else max(self.lsn, known))
         if transactions:
             upstream.execute("SELECT pg_replication_slot_advance(%s, %s)",
                              (self.slot, lsn_text(transactions[-1].end_lsn)))

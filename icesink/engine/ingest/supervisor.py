@@ -41,6 +41,10 @@ class Ingestions:
             state = self.sources.setdefault(source_id, _Replication())
             if state.failed:
                 continue
+            if state.ingestion is not None:
+                taken = state.ingestion.take_statistics()
+                if taken:
+                    self.catalog.add_statistics(source_id, **taken)
             if state.thread is not None and state.thread.is_alive():
                 if state.running is not None and not state.recorded_running:
                     self.catalog.record_status(source_id, "source", "running", details=state.running)
