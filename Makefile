@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-s3tables test parse-examples clean
+.PHONY: demo demo-s3tables demo-postgres test parse-examples clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,11 @@ demo: $(STAMP)
 demo-s3tables: $(STAMP)
 	examples/s3tables-demo.sh
 
+demo-postgres: $(STAMP)
+	examples/postgres-demo.sh
+
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q
 
 clean:
-	rm -rf $(VENV) .demo .demo-s3tables
+	rm -rf $(VENV) .demo .demo-s3tables .demo-postgres

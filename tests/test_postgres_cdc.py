@@ -8,16 +8,18 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from icesink.engine.ingest.pgoutput import lsn_int
-from tests.conftest import rows, serve
+from tests.conftest import ICESINK, cli_env, rows, serve
 from tests.readers import duckdb_rows
 from tests.runtime import iceberg_table, wait_for
 from tests.servers import Postgres
 
 PASSWORD = "cdc-pw-31"
+EXAMPLES = Path(__file__).parent.parent / "examples"
 KILLS = 6
 
 
@@ -314,3 +316,22 @@ def test_sigkill_of_serve_loses_and_doubles_no_upstream_change(session, upstream
     assert len(expected) > 100
     statuses = rows(session, "SELECT DISTINCT status FROM mz_internal.mz_source_status_history")
     assert ("failed",) not in statuses
+
+
+def test_the_postgres_example_runs(tmp_path):
+    """examples/postgres.sql (what `make demo-postgres` runs) on its upstream tables, in a Postgres of its own."""
+    server = Postgres().start()
+    try:
+        with server.admin() as admin:
+            admin.execute((EXAMPLES / "postgres-upstream.sql").read_text())
+        script = tmp_path / "postgres.sql"
+        script.write_text((EXAMPLES / "postgres.sql").read_text().replace("PORT = 54329", f"PORT = {server.port}"))
+        done = subprocess.run(ICESINK + ["--data-dir", str(tmp_path / "data"), "-f", str(script)],
+                              capture_output=True, text=True, env=cli_env(ICESINK_SPARK_MASTER="local[1]"),
+                              timeout=300)
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr
+    lines = [line.split() for line in done.stdout.splitlines()]
+    assert ["pg_shop", "running", "NULL"] in lines and ["orders_iceberg", "running", "NULL"] in lines, done.stdout
+    assert ["10000", "5004900.00"] in lines  # every order, copied and sunk
