@@ -440,6 +440,17 @@ def input_function(type_name: str) -> Callable:
     return check
 
 
+@lru_cache(maxsize=None)
+def replicated_input(type_name: str) -> Callable:
+    """`input_function` for values Postgres printed itself (a replicated row): integers and text are already
+    valid and need no checking; every other type goes through its input function."""
+    if type_name in _INT_RANGES:
+        return int
+    if type_name == "text":
+        return str
+    return input_function(type_name)
+
+
 def column_input(type_name: str, column: str, value):
     """`input_function` for SQL (icesink_in(type, column, value)): its error names the column."""
     try:

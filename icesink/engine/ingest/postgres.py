@@ -18,7 +18,7 @@ from ...catalog.store import Catalog, CatalogObject
 from ...catalog_connections import connector_for
 from ..failures import NeedsAction
 from ..tables import TableStore, quote, storage_name
-from ..values import input_function
+from ..values import replicated_input
 from .pgoutput import UNCHANGED, Change, Decoder, Relation, Transaction, lsn_int, lsn_text
 
 log = logging.getLogger("icesink.ingest")
@@ -58,9 +58,14 @@ class _Subsource:
         self.obj = obj
         self.columns = list(obj.descriptor.columns)
         self.table = quote(storage_name(obj.id))
-        self.inputs = [input_function(c.type) for c in self.columns]
+        self.inputs = [replicated_input(c.type) for c in self.columns]
         self.key = list(obj.descriptor.primary_key)
         self.positions: list[int] | None = None  # upstream position of each local column, from the Relation
+        self.insert_sql = (f"INSERT INTO {self.table} ({', '.join(quote(c.name) for c in self.columns)}) VALUES "
+                           f"({', '.join('?' * len(self.columns))})")
+        self._updates: dict[tuple, str] = {}  # by which columns an update sets, and its condition
+        self._key_where: str | None = None
+        self._key_at: list[int] = []
 
     def bind(self, relation: Relation, excluded: set[str]) -> None:
         names = [c.name for c in self.columns]
@@ -80,14 +85,18 @@ class _Subsource:
         return [v if v is None or v is UNCHANGED else f(v) for f, v in zip(self.inputs, values)]
 
     def insert(self, db, values: list) -> None:
-        db.execute(f"INSERT INTO {self.table} ({', '.join(quote(c.name) for c in self.columns)}) VALUES "
-                   f"({', '.join('?' * len(self.columns))})", self.convert(values))
+        db.execute(self.insert_sql, self.convert(values))
+
+    def insert_many(self, db, rows) -> None:
+        db.executemany(self.insert_sql, (self.convert(values) for values in rows))
 
     def _where(self, old: list) -> tuple[str, list]:
         if self.key:
-            index = [c.name for c in self.columns]
-            values = self.convert(old)
-            return (" AND ".join(f"{quote(k)} = ?" for k in self.key), [values[index.index(k)] for k in self.key])
+            if self._key_where is None:
+                names = [c.name for c in self.columns]
+                self._key_at = [names.index(k) for k in self.key]
+                self._key_where = " AND ".join(f"{quote(k)} = ?" for k in self.key)
+            return self._key_where, [self.inputs[i](old[i]) if old[i] is not None else None for i in self._key_at]
         # REPLICA IDENTITY FULL without a key: the first row equal to the old one
         condition = " AND ".join(f"{quote(c.name)} IS ?" for c in self.columns)
         return f"rowid = (SELECT rowid FROM {self.table} WHERE {condition} LIMIT 1)", self.convert(old)
@@ -95,10 +104,13 @@ class _Subsource:
     def update(self, db, old: list | None, new: list) -> None:
         # no old tuple: the key did not change; 'K' has the key's columns (the rest NULL), 'O' the whole old row
         where, params = self._where(old if old is not None else new)
-        changed = [(c, v) for c, v in zip(self.columns, self.convert(new)) if v is not UNCHANGED]
-        assignments = ", ".join(f"{quote(c.name)} = ?" for c, _ in changed)
-        touched = db.execute(f"UPDATE {self.table} SET {assignments} WHERE {where}",
-                             [v for _, v in changed] + params).rowcount
+        converted = self.convert(new)
+        sets = tuple(v is not UNCHANGED for v in converted)
+        statement = self._updates.get((sets, where))
+        if statement is None:
+            assignments = ", ".join(f"{quote(c.name)} = ?" for c, s in zip(self.columns, sets) if s)
+            statement = self._updates[(sets, where)] = f"UPDATE {self.table} SET {assignments} WHERE {where}"
+        touched = db.execute(statement, [v for v in converted if v is not UNCHANGED] + params).rowcount
         if touched == 0 and UNCHANGED not in new:  # a row the copy missed cannot be, but keep the newest anyway
             self.insert(db, new)
 
@@ -213,11 +225,15 @@ class PostgresIngestion:
         count = 0
         with upstream.cursor().copy(query) as copy:
             copy.set_types(["text"] * len(sub.columns))
-            for row in copy.rows():
-                sub.insert(db, list(row))
-                count += 1
-                if count % 10_000 == 0:
-                    self._count(snapshot_records_staged=self._staged + count)
+
+            def counted():
+                nonlocal count
+                for row in copy.rows():
+                    yield row
+                    count += 1
+                    if count % 10_000 == 0:
+                        self._count(snapshot_records_staged=self._staged + count)
+            sub.insert_many(db, counted())
         self._staged += count
         self._count(snapshot_records_staged=self._staged)
         return count
@@ -254,7 +270,21 @@ class PostgresIngestion:
         return len(fresh)
 
     def _apply(self, db, transaction: Transaction) -> None:
+        inserts: list = []  # consecutive inserts into one subsource go in one executemany
+        into = None
         for change in transaction.changes:
+            if change.kind == "insert":
+                sub = self._target(change.relation)
+                if sub is not into and inserts:
+                    into.insert_many(db, inserts)
+                    inserts = []
+                into = sub
+                if sub is not None:
+                    inserts.append(sub.values(change.new))
+                continue
+            if inserts:
+                into.insert_many(db, inserts)
+                inserts = []
             if change.kind == "truncate":
                 for oid in change.relations:
                     sub = self._target(oid)
@@ -264,6 +294,8 @@ class PostgresIngestion:
             sub = self._target(change.relation)
             if sub is not None:
                 self._apply_row(db, sub, change)
+        if inserts:
+            into.insert_many(db, inserts)
 
     def _target(self, oid: int) -> _Subsource | None:
         relation = self.decoder.relations[oid]
@@ -275,9 +307,7 @@ class PostgresIngestion:
 
     @staticmethod
     def _apply_row(db, sub: _Subsource, change: Change) -> None:
-        if change.kind == "insert":
-            sub.insert(db, sub.values(change.new))
-        elif change.kind == "update":
+        if change.kind == "update":
             sub.update(db, sub.values(change.old) if change.old is not None else None, sub.values(change.new))
         elif change.kind == "delete":
             sub.delete(db, sub.values(change.old))

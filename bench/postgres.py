@@ -1,0 +1,230 @@
+"""Postgres source into an Iceberg sink (local catalog), against a PostgreSQL 15 started on 127.0.0.1 for the run:
+
+    .venv/bin/python bench/postgres.py --rows 1000000 --seconds 60 [--interval 5s]
+
+Prints, in one run: the raw `COPY … TO STDOUT` speed of a --rows, 4-column table; the initial copy into icesink's
+store and to the Iceberg table (rows/s); sustained change events/s end to end (mixed inserts, updates and deletes
+on random keys over the whole key space, committed upstream as fast as two clients can, until Iceberg holds the
+last one); p50/p95 freshness (an upstream commit -> visible in Iceberg), and peak memory of icesink's processes
+(driver and Spark). A figure, not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("ICESINK_SECRET_STORE", "file")
+
+import icesink  # noqa: E402
+from bench.stats import percentile  # noqa: E402
+from icesink.catalog_connections import connector_for  # noqa: E402
+from icesink.engine.scheduler import Scheduler  # noqa: E402
+from icesink.engine.spark import get_spark  # noqa: E402
+from tests.servers import Postgres  # noqa: E402
+
+PASSWORD = "bench-pw"
+CHANGES_PER_TRANSACTION = 500
+
+
+class Memory(threading.Thread):
+    """The peak of the summed resident memory of this process and its children (Spark's JVM, Python workers)."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.peak, self.stopped = 0, threading.Event()
+
+    @staticmethod
+    def _tree(pid: int) -> list[int]:
+        found = [pid]
+        for child in Path(f"/proc/{pid}/task").glob("*/children"):
+            for token in child.read_text().split():
+                found += Memory._tree(int(token))
+        return found
+
+    def run(self):
+        while not self.stopped.wait(0.5):
+            total = 0
+            for pid in self._tree(os.getpid()):
+                try:
+                    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                        if line.startswith("VmRSS:"):
+                            total += int(line.split()[1]) * 1024
+                except OSError:
+                    pass
+            self.peak = max(self.peak, total)
+
+
+class Changes(threading.Thread):
+    """Mixed transactions on random keys over the whole key space until stopped."""
+
+    def __init__(self, server: Postgres, rows: int, seed: int, first_new: int, share: tuple[int, int]):
+        super().__init__(daemon=True)
+        self.server, self.rows, self.rng = server, rows, random.Random(seed)
+        self.share = share  # (k, n): this client changes the keys k mod n, so that clients never deadlock
+        self.next_id, self.events, self.stopped = first_new, 0, threading.Event()
+
+    def run(self):
+        with self.server.admin() as db:
+            while not self.stopped.is_set():
+                updates, deletes, inserts = [], [], []
+                for _ in range(CHANGES_PER_TRANSACTION):
+                    roll = self.rng.random()
+                    key = self.rng.randrange(self.share[0], self.rows + 1, self.share[1]) or self.share[1]
+                    if roll < 0.5:
+                        updates.append(key)
+                    elif roll < 0.75:
+                        deletes.append(key)
+                    else:
+                        inserts.append(self.next_id)
+                        self.next_id += 1
+                updates, deletes = sorted(set(updates) - set(deletes)), sorted(set(deletes))
+                with db.transaction():  # events: the rows changed (a key deleted before is not deleted again)
+                    events = db.execute("UPDATE t SET a = a + 1 WHERE id = ANY(%s)", (updates,)).rowcount
+                    events += db.execute("DELETE FROM t WHERE id = ANY(%s)", (deletes,)).rowcount
+                    events += db.execute("INSERT INTO t SELECT n, 0, 'new', now() FROM unnest(%s::bigint[]) n",
+                                         (inserts,)).rowcount
+                self.events += events
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--seconds", type=int, default=60, help="how long changes are made")
+    parser.add_argument("--interval", default="5s", help="COMMIT INTERVAL")
+    parser.add_argument("--master", default="local[*]")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+
+    memory = Memory()
+    memory.start()
+    server = Postgres(max_wal_size="4GB").start()
+    with server.admin() as db:
+        db.execute(f"CREATE ROLE repl LOGIN REPLICATION PASSWORD '{PASSWORD}'")
+        db.execute("CREATE TABLE t (id bigint PRIMARY KEY, a int NOT NULL, b text, c timestamptz)")
+        db.execute("INSERT INTO t SELECT n, n %% 1000, 'row ' || n, now() FROM generate_series(1, %s) n",
+                   (args.rows,))
+        db.execute("INSERT INTO t VALUES (0, 0, '0', now())")  # the freshness marker
+        db.execute("VACUUM ANALYZE t")
+        db.execute("GRANT SELECT ON t TO repl; CREATE PUBLICATION bench FOR TABLE t")
+        started = time.time()
+        with db.cursor().copy("COPY t TO STDOUT") as copy:
+            while copy.read():
+                pass
+        raw = (args.rows + 1) / (time.time() - started)
+    print(f"raw COPY t TO STDOUT ({args.rows:,} rows, 4 columns): {raw:,.0f} rows/s", flush=True)
+
+    data_dir = Path(tempfile.mkdtemp(prefix="icesink-bench-"))
+    session = icesink.connect(data_dir)
+    spark = get_spark(args.master)
+    session.execute(f"""CREATE SECRET pg_pass AS '{PASSWORD}';
+        CREATE CONNECTION pg TO POSTGRES (HOST '127.0.0.1', PORT {server.port}, USER 'repl', PASSWORD SECRET pg_pass);
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE SOURCE src FROM POSTGRES CONNECTION pg (PUBLICATION 'bench') FOR TABLES (t);
+        CREATE SINK t_lake FROM t INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'bench', TABLE 't')
+          KEY (id) ENFORCED ENVELOPE UPSERT WITH (COMMIT INTERVAL '{args.interval}');""")
+    catalog = connector_for(session.catalog.get("lake"), session.executor.secret_value,
+                            session.catalog).load_catalog()
+
+    def iceberg_table():
+        try:
+            return catalog.load_table(("bench", "t"))
+        except Exception:
+            return None
+
+    def committed_rows() -> int:
+        table = iceberg_table()
+        snapshot = table.current_snapshot() if table is not None else None
+        return int(snapshot.summary["total-records"]) if snapshot else 0
+
+    def staged() -> int:
+        found = session.execute("SELECT snapshot_records_staged FROM mz_internal.mz_source_statistics st "
+                                "JOIN mz_sources s ON s.id = st.id WHERE s.name = 'src'")[0].rows
+        return found[0][0] if found else 0
+
+    scheduler = Scheduler(data_dir, session.executor.secret_value, lambda: spark)
+    started = time.time()
+    scheduler.start()
+    while staged() < args.rows + 1:
+        time.sleep(0.2)
+    copied_at = time.time()
+    while committed_rows() < args.rows + 1:
+        time.sleep(0.2)
+    visible_at = time.time()
+    print(f"initial copy into icesink's store: {(args.rows + 1) / (copied_at - started):,.0f} rows/s "
+          f"({copied_at - started:.1f}s, {100 * (args.rows + 1) / (copied_at - started) / raw:.0f}% of raw COPY); "
+          f"to the Iceberg table: {(args.rows + 1) / (visible_at - started):,.0f} rows/s "
+          f"({visible_at - started:.1f}s)", flush=True)
+
+    markers: list[float] = []  # the marker row's values, each a commit time upstream
+
+    def mark(stop: threading.Event):
+        with server.admin() as db:
+            while not stop.wait(0.25):
+                at = time.time()
+                db.execute("UPDATE t SET b = %s WHERE id = 0", (repr(at),))
+                markers.append(at)
+
+    from pyiceberg.expressions import EqualTo
+
+    def visible_marker() -> float:
+        table = iceberg_table()
+        found = table.scan(row_filter=EqualTo("id", 0), selected_fields=("b",)).to_arrow()["b"].to_pylist()
+        return float(found[0]) if found and found[0] != "0" else 0.0
+
+    writers = [Changes(server, args.rows, seed, args.rows + 1 + seed * 100_000_000, (seed - 1, 2)) for seed in (1, 2)]
+    stop_marking = threading.Event()
+    marking = threading.Thread(target=mark, args=(stop_marking,), daemon=True)
+    changes_started = time.time()
+    for w in writers:
+        w.start()
+    marking.start()
+    freshness, last_seen, last_snapshot = [], 0.0, None
+    deadline = changes_started + args.seconds
+    stopped_at = None
+    while True:
+        now = time.time()
+        if stopped_at is None and now >= deadline:
+            for w in writers:
+                w.stopped.set()
+            for w in writers:
+                w.join()
+            stop_marking.set()
+            marking.join()
+            stopped_at = time.time()
+        table = iceberg_table()
+        snapshot = table.current_snapshot().snapshot_id if table is not None else None
+        if snapshot != last_snapshot:
+            last_snapshot = snapshot
+            seen = visible_marker()
+            seen_at = time.time()
+            freshness += [seen_at - m for m in markers if last_seen < m <= seen]
+            last_seen = max(last_seen, seen)
+            if stopped_at is not None and markers and last_seen >= markers[-1]:
+                break
+        time.sleep(0.1)
+    caught_up = time.time()
+    events = sum(w.events for w in writers)
+    scheduler.stop()
+    memory.stopped.set()
+    memory.join()
+    server.stop()
+    print(f"changes: {events:,} events made upstream in {stopped_at - changes_started:.0f}s "
+          f"({events / (stopped_at - changes_started):,.0f}/s offered by two clients); Iceberg held the last one "
+          f"{caught_up - stopped_at:.1f}s after they stopped: {events / (caught_up - changes_started):,.0f} "
+          "events/s end to end", flush=True)
+    print(f"freshness (upstream commit -> visible in Iceberg): p50 {percentile(freshness, 0.5):.1f}s, "
+          f"p95 {percentile(freshness, 0.95):.1f}s over {len(freshness)} markers")
+    print(f"peak memory of icesink's processes (driver, Spark JVM, workers): {memory.peak / 2**20:,.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
