@@ -54,6 +54,6 @@ def test_each_kind_is_one_registry_line():
     from icesink.catalog_connections import CONNECTION_KINDS
     from icesink.engine.sink.writers import WRITERS
     from icesink.engine.sources import INPUTS
-    assert set(INPUTS) == {"engine-table", "load-generator"}
+    assert set(INPUTS) == {"engine-table", "load-generator", "postgres"}
     assert set(WRITERS) == {"upsert", "append"}
     assert set(CONNECTION_KINDS) == {"aws", "iceberg-catalog", "postgres"}

@@ -60,7 +60,8 @@ class _Subsource:
         self.table = quote(storage_name(obj.id))
         self.inputs = [replicated_input(c.type) for c in self.columns]
         self.key = list(obj.descriptor.primary_key)
-        self.positions: list[int] | None = None  # upstream position of each local column, from the Relation
+        self.relation: Relation | None = None  # the upstream's last description of the table (pgoutput 'R')
+        self.positions: list[int] = []  # upstream position of each local column, from `relation`
         self.insert_sql = (f"INSERT INTO {self.table} ({', '.join(quote(c.name) for c in self.columns)}) VALUES "
                            f"({', '.join('?' * len(self.columns))})")
         self._updates: dict[tuple, str] = {}  # by which columns an update sets, and its condition
@@ -77,6 +78,7 @@ class _Subsource:
             raise UpstreamChanged(f"upstream table {relation.qualified} changed its columns ({change}), which "
                                   "icesink does not replicate yet: recreate the source to pick the new columns up")
         self.positions = [relation.columns.index(n) for n in names]
+        self.relation = relation
 
     def values(self, row: list) -> list:
         return [row[p] for p in self.positions]
@@ -300,9 +302,8 @@ class PostgresIngestion:
     def _target(self, oid: int) -> _Subsource | None:
         relation = self.decoder.relations[oid]
         sub = self.subsources.get(relation.qualified)
-        if sub is not None and (sub.positions is None or getattr(sub, "relation", None) is not relation):
+        if sub is not None and sub.relation is not relation:
             sub.bind(relation, self._excluded(sub))
-            sub.relation = relation
         return sub
 
     @staticmethod

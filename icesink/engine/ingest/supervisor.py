@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..failures import cause_of, needs_action
 from .postgres import PostgresIngestion
@@ -24,7 +24,6 @@ class _Replication:
     failures: int = 0
     retry_at: float = 0.0
     failed: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class Ingestions:
