@@ -60,3 +60,9 @@ class CatalogError(IcesinkError):
 
 class NotSupportedYet(IcesinkError):
     kind = "not supported yet"
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's first line of text (drivers add context and hints below it), else its type's name."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__

@@ -1,4 +1,5 @@
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -69,3 +70,16 @@ def serve(data_dir, crash_at=None):
     env = cli_env(ICESINK_SPARK_MASTER="local[2]", **({"ICESINK_CRASH_AT": crash_at} if crash_at else {}))
     return subprocess.Popen(ICESINK + ["serve", "--data-dir", str(data_dir)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def serve_until_killed(data_dir, seconds=None, crash_at=None):
+    """Runs `icesink serve` until `seconds` have passed, then kills it with SIGKILL and returns None; or returns
+    the process if it ended first (at a crash point, or by failing)."""
+    process = serve(data_dir, crash_at)
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        return None
+    return process

@@ -3,7 +3,6 @@ while changes keep coming: nothing is lost, nothing duplicated, no two commits c
 import json
 import random
 import signal
-import subprocess
 import threading
 import time
 from decimal import Decimal
@@ -11,7 +10,7 @@ from decimal import Decimal
 import pytest
 
 import icesink
-from tests.conftest import rows, serve
+from tests.conftest import rows, serve, serve_until_killed
 from tests.readers import duckdb_rows
 from tests.runtime import caught_up, iceberg_table, wait_for
 
@@ -56,14 +55,10 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(session):
     try:
         for kill in range(KILLS):
             crash_at = ("files-written", "committed", None)[kill % 3]
-            process = serve(session.data_dir, crash_at)
-            try:
-                process.wait(timeout=None if crash_at else rng.uniform(4, 14))
-                assert process.returncode == -signal.SIGKILL, process.stderr.read()
+            ended = serve_until_killed(session.data_dir, None if crash_at else rng.uniform(4, 14), crash_at)
+            if ended is not None:
+                assert ended.returncode == -signal.SIGKILL, ended.stderr.read()
                 seams += 1
-            except subprocess.TimeoutExpired:
-                process.send_signal(signal.SIGKILL)
-                process.wait()
     finally:
         writer.stopped.set()
         writer.join()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from icesink.engine.ingest.pgoutput import lsn_int
-from tests.conftest import ICESINK, cli_env, rows, serve
+from tests.conftest import ICESINK, cli_env, rows, serve, serve_until_killed
 from tests.readers import duckdb_rows
 from tests.runtime import iceberg_table, wait_for
 from tests.servers import Postgres
@@ -296,13 +296,8 @@ def test_sigkill_of_serve_loses_and_doubles_no_upstream_change(session, upstream
     rng = random.Random(7)
     try:
         for _ in range(KILLS):
-            process = serve(session.data_dir)
-            try:
-                process.wait(timeout=rng.uniform(6, 16))
-                raise AssertionError(f"serve exited by itself: {process.stderr.read()}")
-            except subprocess.TimeoutExpired:
-                process.send_signal(signal.SIGKILL)
-                process.wait()
+            ended = serve_until_killed(session.data_dir, rng.uniform(6, 16))
+            assert ended is None, f"serve exited by itself: {ended.stderr.read()}"
     finally:
         writer.stopped.set()
         writer.join()

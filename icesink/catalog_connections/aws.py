@@ -181,8 +181,7 @@ class AwsConnector(Connector):
         return None
 
     def _expired_message(self, exc: BaseException) -> Optional[str]:
-        response = getattr(exc, "response", None) or {}
-        code = response.get("Error", {}).get("Code") or response.get("Code")  # S3-compatible STS: S3's error form
+        code = error_of(exc).get("Code")
         if self.options.session_token is None or code not in _REFUSED_KEYS:
             return None
         return (f"AWS connection '{self.name}': its temporary credentials (SESSION TOKEN) have expired or were "
@@ -193,14 +192,20 @@ class AwsConnector(Connector):
         return ConnectionInvalid(f"AWS connection '{self.name}': {step} failed: {aws_cause(exc, self.endpoint)}")
 
 
+def error_of(exc: BaseException) -> dict:
+    """The Code and Message botocore read from a refusal. An S3-compatible STS answers in S3's error form, which
+    botocore leaves at the top of the response."""
+    response = getattr(exc, "response", None) or {}
+    error = response.get("Error", {})
+    return response if error.get("Code") in (None, "Unknown") and "Code" in response else error
+
+
 def aws_cause(exc: BaseException, endpoint: Optional[str] = None) -> str:
     """One line a user can act on, from botocore's exceptions (or any other)."""
     from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 
     if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        if error.get("Code") in (None, "Unknown") and "Code" in exc.response:  # an S3-compatible STS, S3's form
-            error = exc.response
+        error = error_of(exc)
         code, message = error.get("Code", "?"), error.get("Message") or ""
         hint = _HINTS.get(code)
         return f"{code}: {message}".rstrip(": ") + (f" ({hint})" if hint else "")

@@ -17,6 +17,7 @@ from ..catalog.private import private_file
 from ..errors import PlanError
 from ..model.descriptors import IcebergCatalogOptions
 from ..model.options import OptionSpec, Rules, text
+from .aws import error_of
 from .base import ConnectionInvalid, ConnectionKind, Connector
 
 OPTIONS = {
@@ -177,7 +178,7 @@ class IcebergCatalogConnector(Connector):
         try:
             self.aws().client("s3").head_bucket(Bucket=bucket)
         except Exception as exc:
-            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            code = error_of(exc).get("Code")
             if code in ("404", "NoSuchBucket"):
                 raise ConnectionInvalid(f"connection '{self.name}': the bucket '{bucket}' of WAREHOUSE does not "
                                         "exist") from None

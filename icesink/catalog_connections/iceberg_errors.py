@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..errors import first_line
 from .aws import aws_cause, storage_hint
 
 
@@ -13,7 +14,7 @@ def catalog_cause(exc: BaseException, connector) -> str:
     from pyiceberg import exceptions as iceberg
 
     where = connector.options.url or connector.catalog_type
-    message = _first_line(exc)
+    message = first_line(exc)
     if isinstance(exc, OSError) and not isinstance(exc, requests.exceptions.RequestException):
         return storage_hint(f"{type(exc).__name__}: {message}")  # pyarrow's, from the object store
     if isinstance(exc, requests.exceptions.ConnectionError):
@@ -37,11 +38,6 @@ def catalog_cause(exc: BaseException, connector) -> str:
     if isinstance(exc, (iceberg.ServerError, iceberg.RESTError, iceberg.BadRequestError)):
         return f"the Iceberg catalog at {where} answered: {message}"
     return storage_hint(f"{type(exc).__name__}: {message}")
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 _WAREHOUSE = re.compile(r"warehouse|table ?bucket|NoSuchBucket", re.I)

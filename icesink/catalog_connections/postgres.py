@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from ..errors import PlanError
+from ..errors import PlanError, first_line
 from ..model.descriptors import PostgresOptions
 from ..model.options import OptionSpec, Rules, text
 from .base import ConnectionInvalid, ConnectionKind, Connector
@@ -96,11 +96,9 @@ class PostgresConnector(Connector):
 
     def _refused(self, exc) -> ConnectionInvalid:
         # libpq: 'connection failed: connection to server at "h", port p failed: FATAL:  cause\n\thint'
-        lines = str(exc).strip().splitlines() or [type(exc).__name__]
-        text = lines[0].rsplit(" failed: ", 1)[-1].removeprefix("FATAL:").strip()
+        text = first_line(exc).rsplit(" failed: ", 1)[-1].removeprefix("FATAL:").strip()
         lowered = text.lower()
-        if "password authentication failed" in lowered or "no password supplied" in lowered or \
-                "authentication failed" in lowered or "no pg_hba.conf entry" in lowered:
+        if any(s in lowered for s in ("authentication failed", "no password supplied", "no pg_hba.conf entry")):
             cause = f"the server refused the login of user '{self.user}': {text}"
         elif "database" in lowered and "does not exist" in lowered:
             cause = f"the database '{self.database}' does not exist"

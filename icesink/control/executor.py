@@ -11,7 +11,7 @@ from typing import Callable
 from ..catalog.sqlite import sqlite_message
 from ..catalog.store import Catalog, CatalogObject, now
 from ..catalog_connections import connector_for
-from ..errors import CatalogError, IcesinkError, PlanError
+from ..errors import CatalogError, IcesinkError, PlanError, first_line
 from .binder import KIND_WORDS
 from .copy_from import CopyError, read_rows
 from .postgres_source import resolve_subsources
@@ -122,7 +122,7 @@ class Executor:
             try:
                 drop_slot(connector_for(connection, self.secret_value, self.catalog), slot)
             except Exception as exc:
-                reason = getattr(exc, "message", None) or str(exc).strip().splitlines()[0]
+                reason = getattr(exc, "message", None) or first_line(exc)
                 notices.append(f"the replication slot {slot} of source '{source.name}' was not dropped ({reason}); "
                                f"drop it upstream: SELECT pg_drop_replication_slot('{slot}')")
         return notices

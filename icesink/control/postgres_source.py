@@ -7,9 +7,9 @@ import dataclasses
 
 from ..catalog_connections.postgres_upstream import (UpstreamColumn, UpstreamTable, describe, may_read,
                                                      publication_exists, published_tables, table_exists)
-from ..errors import PlanError
+from ..errors import PlanError, first_line
 from ..grammar.render import subsource_sql
-from ..model.descriptors import PostgresSourceDescriptor, SubsourceDescriptor
+from ..model.descriptors import PostgresSourceDescriptor, SubsourceDescriptor, referenced_column
 from ..model.types import Column
 from .plans import CreatePlan
 
@@ -33,7 +33,7 @@ def resolve_subsources(plan: CreatePlan, connector, name_taken) -> None:
         tables = _upstream_tables(plan, connector)
     except psycopg.Error as exc:
         raise PlanError(f"source '{plan.name}': reading the upstream catalog through connection '{connector.name}' "
-                        f"failed: {str(exc).strip().splitlines()[0]}") from None
+                        f"failed: {first_line(exc)}") from None
     children = {child.descriptor.upstream: child for child in plan.children}
     plan.children = []
     for table in tables:
@@ -90,21 +90,13 @@ def _new_child(plan: CreatePlan, table: UpstreamTable, name_taken) -> CreatePlan
                       cluster=plan.cluster)
 
 
-def _matches(reference: str, table: UpstreamTable) -> str | None:
-    """The column a TEXT/EXCLUDE COLUMNS reference ('table.col' or 'schema.table.col') names in `table`, or None."""
-    *relation, column = reference.split(".")
-    if relation in ([table.name], [table.schema, table.name]):
-        return column
-    return None
-
-
 def _columns(source_name: str, table: UpstreamTable, source: PostgresSourceDescriptor):
     if table.replica_identity == "n" or (table.replica_identity == "d" and not table.primary_key):
         raise PlanError(f"source '{source_name}': table {table.qualified} has neither a primary key nor REPLICA "
                         f"IDENTITY FULL, so its updates and deletes cannot be replicated: ALTER TABLE "
                         f"{table.qualified} REPLICA IDENTITY FULL (or add a primary key)")
-    as_text = {c for ref in source.text_columns if (c := _matches(ref, table))}
-    excluded = {c for ref in source.exclude_columns if (c := _matches(ref, table))}
+    as_text = {c for ref in source.text_columns if (c := referenced_column(ref, table.qualified))}
+    excluded = {c for ref in source.exclude_columns if (c := referenced_column(ref, table.qualified))}
     columns = tuple(Column(c.name, "text" if c.name in as_text else _type(source_name, table, c), not c.not_null)
                     for c in table.columns if c.name not in excluded)
     key = table.primary_key if not excluded & set(table.primary_key) else ()
@@ -139,6 +131,6 @@ def _scalar(type_name: str, kind: str | None, modifier: int) -> str | None:
 def _check_named_columns(source_name: str, source: PostgresSourceDescriptor, tables: list[UpstreamTable]) -> None:
     for option, references in (("TEXT COLUMNS", source.text_columns), ("EXCLUDE COLUMNS", source.exclude_columns)):
         for reference in references:
-            if not any(_matches(reference, t) in {c.name for c in t.columns} for t in tables):
+            if not any(referenced_column(reference, t.qualified) in {c.name for c in t.columns} for t in tables):
                 raise PlanError(f"source '{source_name}': {option} names {reference}, which is not a column of a "
                                 "table this source replicates")

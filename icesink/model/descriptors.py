@@ -246,6 +246,14 @@ class LoadGeneratorDescriptor:
                    _columns(data.get("columns")), tuple(data.get("primary_key", ())))
 
 
+def referenced_column(reference: str, upstream: str) -> Optional[str]:
+    """The column a TEXT/EXCLUDE COLUMNS reference ('table.col' or 'schema.table.col') names in the upstream table
+    'schema.table', or None when it names another table."""
+    *relation, column = reference.split(".")
+    schema, name = upstream.split(".", 1)
+    return column if relation in ([name], [schema, name]) else None
+
+
 @dataclass(frozen=True)
 class PostgresSourceDescriptor:
     connection_id: str

@@ -16,6 +16,8 @@ from psycopg import sql
 
 from ...catalog.store import Catalog, CatalogObject
 from ...catalog_connections import connector_for
+from ...errors import first_line
+from ...model.descriptors import referenced_column
 from ..failures import NeedsAction
 from ..tables import TableStore, quote, storage_name
 from ..values import replicated_input
@@ -24,6 +26,7 @@ from .pgoutput import UNCHANGED, Change, Decoder, Relation, Transaction, lsn_int
 log = logging.getLogger("icesink.ingest")
 CHANGES_PER_PEEK = 50_000  # Postgres finishes the transaction in progress: the batch may be larger
 IDLE_SECONDS = 0.2
+DROP_SLOT = "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s"
 SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"  # values in the form engine tables take
 
 
@@ -155,13 +158,8 @@ class PostgresIngestion:
         return taken
 
     def _excluded(self, subsource: _Subsource) -> set[str]:
-        schema, name = subsource.obj.descriptor.upstream.split(".", 1)
-        excluded = set()
-        for reference in self.descriptor.exclude_columns:
-            *relation, column = reference.split(".")
-            if relation in ([name], [schema, name]):
-                excluded.add(column)
-        return excluded
+        upstream = subsource.obj.descriptor.upstream
+        return {c for r in self.descriptor.exclude_columns if (c := referenced_column(r, upstream))}
 
     def run(self, on_running) -> None:
         """Copies (once) and then follows the source until `stop()`; `on_running(details)` is called when it is
@@ -173,7 +171,7 @@ class PostgresIngestion:
             self._follow(store, on_running)
         except psycopg.OperationalError as exc:  # the server went away, restarted or cut the connection
             raise self.connector.invalid(f"the connection to {self.connector.address} was lost: "
-                                         f"{str(exc).strip().splitlines()[0]}") from None
+                                         f"{first_line(exc)}") from None
         finally:
             store.close()
 
@@ -201,8 +199,7 @@ class PostgresIngestion:
     # ------------------------------------------------------------ the initial copy
     def _snapshot(self, store: TableStore) -> None:
         with self.connector.connect(options=SESSION) as upstream:
-            upstream.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                             "WHERE slot_name = %s", (self.slot,))  # left by a copy that did not finish
+            upstream.execute(DROP_SLOT, (self.slot,))  # left by a copy that did not finish
             with self.connector.connect(replication="database") as replication:
                 _, consistent, snapshot, _ = replication.execute(
                     f"CREATE_REPLICATION_SLOT {self.slot} LOGICAL pgoutput (SNAPSHOT 'export')").fetchone()
@@ -253,7 +250,7 @@ class PostgresIngestion:
                 (self.slot, CHANGES_PER_PEEK, '"' + self.descriptor.publication.replace('"', '""') + '"')).fetchall()
         except (psycopg.errors.UndefinedObject, psycopg.errors.ObjectNotInPrerequisiteState) as exc:
             raise SlotLost(f"source '{self.source.name}': its replication slot {self.slot} can no longer be read "
-                           f"({str(exc).strip().splitlines()[0]}): the changes since icesink last read it are lost; "
+                           f"({first_line(exc)}): the changes since icesink last read it are lost; "
                            "recreate the source (DROP SOURCE … CASCADE, then CREATE SOURCE)") from None
         transactions = [t for t in (self.decoder.feed(bytes(data)) for (data,) in rows) if t is not None]
         self._count(messages_staged=len(rows), bytes_staged=sum(len(data) for (data,) in rows), offset_known=known)
@@ -324,8 +321,7 @@ def drop_slot(connector, slot: str) -> None:
     with connector.connect() as upstream:
         for attempt in range(20):
             try:
-                upstream.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                                 "WHERE slot_name = %s", (slot,))
+                upstream.execute(DROP_SLOT, (slot,))
                 return
             except psycopg.errors.ObjectInUse:
                 if attempt == 19:

@@ -8,6 +8,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from ...errors import first_line
 from ..failures import cause_of, needs_action
 from .postgres import PostgresIngestion
 
@@ -103,6 +104,5 @@ class Ingestions:
 
 
 def _words(exc: BaseException) -> str:
-    """psycopg's messages carry libpq's context lines; the first says it."""
-    text = getattr(exc, "message", None) or cause_of(exc)
-    return str(text).strip().splitlines()[0] if str(text).strip() else type(exc).__name__
+    """An icesink error's message (without its kind), else the first line of psycopg's (libpq adds context)."""
+    return getattr(exc, "message", None) or first_line(exc)
