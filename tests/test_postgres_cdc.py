@@ -8,8 +8,10 @@ import signal
 import subprocess
 import threading
 import time
+from decimal import Decimal
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from icesink.engine.ingest.pgoutput import lsn_int
@@ -21,6 +23,7 @@ from tests.servers import Postgres
 PASSWORD = "cdc-pw-31"
 EXAMPLES = Path(__file__).parent.parent / "examples"
 KILLS = 6
+ADD_COLUMN_AT = 250  # transactions, after the TRUNCATE: rows written before it must take its default
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +60,21 @@ def iceberg_rows(session, sink, columns="id, amount, note"):
         location = iceberg_table(session, sink).metadata_location
     except Exception:
         return None
-    return duckdb_rows(location, columns, "1")
+    try:
+        return duckdb_rows(location, columns, "1")
+    except duckdb.BinderException:  # a column the table has yet to gain
+        return None
 
 
 def in_sync(session, postgres, sink="orders_lake", table="orders", columns="id, amount, note"):
     expected = upstream_rows(postgres, table, columns)
-    wait_for(lambda: iceberg_rows(session, sink, columns) == expected, timeout=90,
-             what=f"{sink} to hold what Postgres holds ({len(expected)} rows)")
+    try:
+        wait_for(lambda: iceberg_rows(session, sink, columns) == expected, timeout=90,
+                 what=f"{sink} to hold what Postgres holds ({len(expected)} rows)")
+    except AssertionError as exc:
+        got = set(iceberg_rows(session, sink, columns) or ())
+        raise AssertionError(f"{exc}; only in Postgres: {sorted(set(expected) - got)[:5]}, only in Iceberg: "
+                             f"{sorted(got - set(expected))[:5]}") from None
     return expected
 
 
@@ -249,9 +260,50 @@ def test_a_slot_dropped_upstream_fails_the_source_with_what_to_do(session, sched
     assert "replication slot" in error and "recreate the source" in error, error
 
 
+def test_an_added_column_and_a_widened_type_reach_the_iceberg_table(session, scheduler, upstream):
+    with upstream.admin("shop") as admin:
+        admin.execute("INSERT INTO orders SELECT n, n, 'before' FROM generate_series(1, 50) n")
+    session.execute(SETUP.format(password=PASSWORD, port=upstream.port))
+    in_sync(session, upstream)
+    with upstream.admin("shop") as admin:
+        admin.execute("ALTER TABLE orders ADD COLUMN tag text DEFAULT 'old, \"quoted\"'")  # rows before hold it
+        admin.execute("ALTER TABLE orders ADD COLUMN qty smallint")
+        admin.execute("ALTER TABLE orders ALTER COLUMN amount TYPE numeric(14,2)")
+        admin.execute("INSERT INTO orders VALUES (51, 123456789012.34, 'after', 'new', 7)")
+        admin.execute("UPDATE orders SET tag = NULL, qty = 2 WHERE id = 1")
+    columns = "id, amount, note, tag, qty"
+    synced = in_sync(session, upstream, columns=columns)
+    assert synced[1] == (2, 2, "before", 'old, "quoted"', None) and synced[-1][1] == Decimal("123456789012.34")
+    with upstream.admin("shop") as admin:
+        admin.execute("ALTER TABLE orders ALTER COLUMN qty TYPE bigint")
+        admin.execute("UPDATE orders SET qty = 9000000000 WHERE id = 2")
+    in_sync(session, upstream, columns=columns)
+    assert rows(session, "SHOW COLUMNS FROM orders")[-2:] == [("tag", 1, "text"), ("qty", 1, "bigint")]
+    schema = iceberg_table(session, "orders_lake").schema()
+    assert [(f.name, str(f.field_type)) for f in schema.fields] == [
+        ("id", "long"), ("amount", "decimal(14, 2)"), ("note", "string"), ("tag", "string"), ("qty", "long")]
+    assert source_status(session) == ("running", None)
+
+
+def test_a_change_iceberg_cannot_follow_stalls_the_source_with_what_to_do(session, scheduler, upstream):
+    session.execute(SETUP.format(password=PASSWORD, port=upstream.port))
+    in_sync(session, upstream)
+    with upstream.admin("shop") as admin:
+        admin.execute("ALTER TABLE orders DROP COLUMN note")
+        admin.execute("INSERT INTO orders VALUES (1, 1)")
+    status, error = wait_for(lambda: source_status(session)[0] == "stalled" and source_status(session),
+                             timeout=60, what="the source to stall")
+    assert error == ("upstream table public.orders dropped column note, which its subsource replicates: recreate "
+                     "the source (DROP SOURCE … CASCADE, then CREATE SOURCE) to replicate the table as it is now")
+    session.execute("DROP SOURCE shop CASCADE")  # what the message says to do
+    session.execute(SETUP.split(";", 3)[3].replace("TABLE 'orders'", "TABLE 'orders_now'"))
+    assert in_sync(session, upstream, columns="id, amount") == [(1, 1)]
+
+
 class UpstreamWriter(threading.Thread):
     """Random transactions on the upstream table until stopped: inserts, updates, primary-key updates, deletes,
-    several changes per transaction at times, and one TRUNCATE half-way."""
+    several changes per transaction at times, one TRUNCATE, and later one added column (with a default, which the
+    rows written before it take)."""
 
     def __init__(self, postgres):
         super().__init__(daemon=True)
@@ -266,12 +318,13 @@ class UpstreamWriter(threading.Thread):
                     for _ in range(self.rng.choice((1, 1, 3, 20))):
                         roll = self.rng.random()
                         if roll < 0.5:
-                            admin.execute("INSERT INTO orders VALUES (%s, %s, %s)",
+                            admin.execute("INSERT INTO orders (id, amount, note) VALUES (%s, %s, %s)",
                                           (next_id, self.rng.randint(1, 99999) / 100, f"n{next_id}"))
                             next_id += 1
                         elif roll < 0.75:
-                            admin.execute("UPDATE orders SET amount = amount + 1, note = note || '+' WHERE id = "
-                                          "(SELECT id FROM orders ORDER BY random() LIMIT 1)")
+                            tagged = ", tag = tag || '+'" if self.transactions > ADD_COLUMN_AT else ""
+                            admin.execute(f"UPDATE orders SET amount = amount + 1, note = note || '+'{tagged} WHERE "
+                                          "id = (SELECT id FROM orders ORDER BY random() LIMIT 1)")
                         elif roll < 0.85:
                             admin.execute("UPDATE orders SET id = %s WHERE id = (SELECT id FROM orders ORDER BY "
                                           "random() LIMIT 1)", (next_id,))
@@ -280,7 +333,9 @@ class UpstreamWriter(threading.Thread):
                             admin.execute("DELETE FROM orders WHERE id = (SELECT id FROM orders ORDER BY random() "
                                           "LIMIT 1)")
                 self.transactions += 1
-                if self.transactions == 300 and not truncated:
+                if self.transactions == ADD_COLUMN_AT:
+                    admin.execute("ALTER TABLE orders ADD COLUMN tag text NOT NULL DEFAULT 't'")
+                if self.transactions == 100 and not truncated:
                     admin.execute("TRUNCATE orders")
                     truncated = True
                 time.sleep(0.01)
@@ -301,10 +356,10 @@ def test_sigkill_of_serve_loses_and_doubles_no_upstream_change(session, upstream
     finally:
         writer.stopped.set()
         writer.join()
-    assert writer.transactions > 300  # the TRUNCATE happened while serve was being killed
+    assert writer.transactions > 300  # the TRUNCATE and the added column happened while serve was being killed
     final = serve(session.data_dir)
     try:
-        expected = in_sync(session, upstream)
+        expected = in_sync(session, upstream, columns="id, amount, note, tag")
     finally:
         final.send_signal(signal.SIGTERM)
         assert final.wait(timeout=120) == 0

@@ -27,7 +27,7 @@ class Sink:
         sink = SinkDescriptor("u0", "u0", "ns", "t", "upsert", 1000, tuple(key), partition_by=tuple(
             PartitionField(p["transform"], p["column"], p.get("argument")) for p in partition_by),
             columns=tuple(Column(c["name"], c["type"]) for c in columns))
-        table = ensure_table(catalog, sink)
+        table = ensure_table(catalog, sink, "s1")
         if properties:
             with table.transaction() as tx:
                 tx.set_properties(properties)

@@ -91,3 +91,34 @@ def describe(connection, schema: str, name: str) -> UpstreamTable:
 
 def _quoted(schema: str, name: str) -> str:
     return ".".join('"' + part.replace('"', '""') + '"' for part in (schema, name))
+
+
+_TYPE = "SELECT typname, typtype, typbasetype, typtypmod, typelem, typcategory FROM pg_type WHERE oid = %s"
+
+
+def _through_domains(connection, oid: int, modifier: int) -> tuple[str, str, int, int, str]:
+    """A type's root after domains (over domains): its name, kind, modifier, element oid and category."""
+    name, kind, base, domain_modifier, element, category = connection.execute(_TYPE, (oid,)).fetchone()
+    while kind == "d":
+        modifier = modifier if modifier >= 0 else domain_modifier
+        name, kind, base, domain_modifier, element, category = connection.execute(_TYPE, (base,)).fetchone()
+    return name, kind, modifier, element, category
+
+
+def describe_type(connection, oid: int, modifier: int) -> tuple[str, str, int, Optional[str], Optional[str]]:
+    """What a column of type `oid` (as a pgoutput Relation message names it) is: the type's name, kind and modifier
+    after domains, and an array's element name and kind after domains, as UpstreamColumn has them."""
+    name, kind, modifier, element, category = _through_domains(connection, oid, modifier)
+    if category == "A" and element:
+        element_name, element_kind, _, _, _ = _through_domains(connection, element, -1)
+        return name, kind, modifier, element_name, element_kind
+    return name, kind, modifier, None, None
+
+
+def missing_values(connection, schema: str, name: str) -> dict[str, str]:
+    """What rows written before a column was added hold in it, in Postgres's text form, for each column added with
+    a default: kept in pg_attribute, never written to those rows or to the WAL (a row's tuple in pgoutput ends
+    before such columns)."""
+    return dict(connection.execute("SELECT attname, (attmissingval::text::text[])[1] FROM pg_attribute WHERE "
+                                   "attrelid = %s::regclass AND atthasmissing AND NOT attisdropped",
+                                   (_quoted(schema, name),)).fetchall())

@@ -10,18 +10,9 @@ from ..catalog_connections.postgres_upstream import (UpstreamColumn, UpstreamTab
 from ..errors import PlanError, first_line
 from ..grammar.render import subsource_sql
 from ..model.descriptors import PostgresSourceDescriptor, SubsourceDescriptor, referenced_column
+from ..model.postgres_types import replicated_type
 from ..model.types import Column
 from .plans import CreatePlan
-
-_TYPES = {
-    "int2": "smallint", "int4": "integer", "int8": "bigint", "float4": "real", "float8": "double precision",
-    "text": "text", "varchar": "text", "bpchar": "text", "char": "text", "name": "text", "bool": "boolean",
-    "bytea": "bytea", "date": "date", "time": "time", "timestamp": "timestamp",
-    "timestamptz": "timestamp with time zone", "interval": "interval", "uuid": "uuid", "jsonb": "jsonb",
-    # kept as Postgres prints them: json keeps its own spelling, timetz its offset
-    "json": "text", "timetz": "text",
-}
-MAX_PRECISION = 38  # Iceberg decimals
 
 
 def resolve_subsources(plan: CreatePlan, connector, name_taken) -> None:
@@ -104,28 +95,13 @@ def _columns(source_name: str, table: UpstreamTable, source: PostgresSourceDescr
 
 
 def _type(source_name: str, table: UpstreamTable, column: UpstreamColumn) -> str:
-    if column.element is not None:
-        element = _scalar(column.element, column.element_kind, -1)
-        if element is not None:
-            return element + "[]"
-    else:
-        mapped = _scalar(column.type_name, column.kind, column.type_modifier)
-        if mapped is not None:
-            return mapped
+    mapped = replicated_type(column.type_name, column.kind, column.type_modifier, column.element,
+                             column.element_kind)
+    if mapped is not None:
+        return mapped
     raise PlanError(f"source '{source_name}': column \"{column.name}\" of table {table.qualified} has type "
                     f"{column.display}, which icesink cannot replicate as such: name it in TEXT COLUMNS "
                     f"({table.name}.{column.name}) to replicate it as text, or in EXCLUDE COLUMNS to leave it out")
-
-
-def _scalar(type_name: str, kind: str | None, modifier: int) -> str | None:
-    if kind == "e":
-        return "text"  # an enum's label
-    if type_name == "numeric":
-        if modifier < 0:
-            return "numeric"  # unbounded: written as decimal(38,10)
-        precision, scale = ((modifier - 4) >> 16) & 0xFFFF, (modifier - 4) & 0xFFFF
-        return f"numeric({precision},{scale})" if precision <= MAX_PRECISION and scale <= precision else None
-    return _TYPES.get(type_name)
 
 
 def _check_named_columns(source_name: str, source: PostgresSourceDescriptor, tables: list[UpstreamTable]) -> None:

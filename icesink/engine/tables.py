@@ -57,6 +57,15 @@ def _compare_numeric(a: str, b: str) -> int:
     return (x > y) - (x < y)
 
 
+def _definition(column: Column) -> str:
+    affinity = _affinity(column.type)
+    check = (f"CONSTRAINT {quote('type:' + column.name)} "
+             f"CHECK (typeof({quote(column.name)}) IN ({_TYPEOF[affinity]}, 'null'))")
+    null = "" if column.nullable else " NOT NULL"
+    collate = f" COLLATE {NUMERIC_COLLATION}" if base_type(column.type) == "numeric" else ""
+    return f"{quote(column.name)} {affinity}{collate}{null} {check}"
+
+
 def _affinity(type_name: str) -> str:
     # bytea is kept as Postgres hex text ('\\x…'): the JSON change log cannot hold blobs
     return _AFFINITY.get(base_type(type_name), "TEXT")
@@ -82,29 +91,41 @@ class TableStore:
         self.db.close()
 
     def create(self, table_id: str, columns: tuple[Column, ...], primary_key: tuple[str, ...]) -> None:
-        table = quote(storage_name(table_id))
-        definitions = []
-        for column in columns:
-            affinity = _affinity(column.type)
-            check = (f"CONSTRAINT {quote('type:' + column.name)} "
-                     f"CHECK (typeof({quote(column.name)}) IN ({_TYPEOF[affinity]}, 'null'))")
-            null = "" if column.nullable else " NOT NULL"
-            collate = f" COLLATE {NUMERIC_COLLATION}" if base_type(column.type) == "numeric" else ""
-            definitions.append(f"{quote(column.name)} {affinity}{collate}{null} {check}")
+        definitions = [_definition(column) for column in columns]
         if primary_key:
             definitions.append(f"PRIMARY KEY ({', '.join(map(quote, primary_key))})")
+        with self.transaction():
+            # WITHOUT ROWID: a one-column integer key must not become SQLite's auto-filled rowid
+            without_rowid = " WITHOUT ROWID" if primary_key else ""
+            self.db.execute(f"CREATE TABLE {quote(storage_name(table_id))} ({', '.join(definitions)}){without_rowid}")
+            self._log_triggers(table_id, columns)
+
+    def _log_triggers(self, table_id: str, columns) -> None:
+        table = quote(storage_name(table_id))
         new = "json_array(" + ", ".join(f"NEW.{quote(c.name)}" for c in columns) + ")"
         old = "json_array(" + ", ".join(f"OLD.{quote(c.name)}" for c in columns) + ")"
         now = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
         log = f"INSERT INTO changes (table_id, diff, ts, row) VALUES ('{table_id}', {{diff}}, {now}, {{row}});"
+        for event, body in (("INSERT", log.format(diff=1, row=new)), ("DELETE", log.format(diff=-1, row=old)),
+                            ("UPDATE", log.format(diff=-1, row=old) + log.format(diff=1, row=new))):
+            trigger = quote(f'log_{table_id}_{event.lower()}')
+            self.db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+            self.db.execute(f"CREATE TRIGGER {trigger} AFTER {event} ON {table} BEGIN {body} END")
+
+    def evolve(self, table_id: str, columns: tuple[Column, ...], fills: dict[str, object]) -> None:
+        """The table takes `columns`: the ones it lacks are added (nullable), then set to `fills[name]` in every
+        row when there is one (logged as updates, so sinks write them), all in one transaction. Types may only
+        have widened, which the stored values need no change for. Doing it again changes nothing more."""
+        table = quote(storage_name(table_id))
         with self.transaction():
-            # WITHOUT ROWID: a one-column integer key must not become SQLite's auto-filled rowid
-            without_rowid = " WITHOUT ROWID" if primary_key else ""
-            self.db.execute(f"CREATE TABLE {table} ({', '.join(definitions)}){without_rowid}")
-            for event, body in (("INSERT", log.format(diff=1, row=new)), ("DELETE", log.format(diff=-1, row=old)),
-                                ("UPDATE", log.format(diff=-1, row=old) + log.format(diff=1, row=new))):
-                self.db.execute(f"CREATE TRIGGER {quote(f'log_{table_id}_{event.lower()}')} AFTER {event} ON {table}"
-                                f" BEGIN {body} END")
+            have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+            added = [c for c in columns if c.name not in have]
+            for column in added:
+                self.db.execute(f"ALTER TABLE {table} ADD COLUMN {_definition(Column(column.name, column.type))}")
+            self._log_triggers(table_id, columns)
+            for column in added:
+                if fills.get(column.name) is not None:
+                    self.db.execute(f"UPDATE {table} SET {quote(column.name)} = ?", (fills[column.name],))
 
     def drop(self, table_id: str) -> None:
         with self.transaction():

@@ -19,6 +19,7 @@ class Relation:
     replica_identity: str
     columns: list[str]
     key_columns: list[str]  # the columns of the replica identity
+    types: list[tuple[int, int]]  # each column's type oid and type modifier
 
     @property
     def qualified(self) -> str:
@@ -88,15 +89,16 @@ class Decoder:
         identity = chr(data[at])
         count = struct.unpack_from(">h", data, at + 1)[0]
         at += 3
-        columns, keys = [], []
+        columns, keys, types = [], [], []
         for _ in range(count):
             flags = data[at]
             column, at = _string(data, at + 1)
-            at += 8  # type oid, type modifier
+            types.append(struct.unpack_from(">Ii", data, at))
+            at += 8
             columns.append(column)
             if flags & 1:
                 keys.append(column)
-        self.relations[oid] = Relation(oid, schema, name, identity, columns, keys)
+        self.relations[oid] = Relation(oid, schema, name, identity, columns, keys, types)
 
 
 def _string(data: bytes, at: int) -> tuple[str, int]:

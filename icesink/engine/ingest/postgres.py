@@ -16,12 +16,13 @@ from psycopg import sql
 
 from ...catalog.store import Catalog, CatalogObject
 from ...catalog_connections import connector_for
+from ...catalog_connections.postgres_upstream import describe, missing_values
 from ...errors import first_line
-from ...model.descriptors import referenced_column
 from ..failures import NeedsAction
 from ..tables import TableStore, quote, storage_name
 from ..values import replicated_input
 from .pgoutput import UNCHANGED, Change, Decoder, Relation, Transaction, lsn_int, lsn_text
+from .schema import SchemaChanged, UpstreamTypes, reconcile, relation_types, table_types
 
 log = logging.getLogger("icesink.ingest")
 CHANGES_PER_PEEK = 50_000  # Postgres finishes the transaction in progress: the batch may be larger
@@ -32,10 +33,6 @@ SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"  # values
 
 class SlotLost(NeedsAction):
     """The source's replication slot is gone upstream: the changes since icesink last read it are lost."""
-
-
-class UpstreamChanged(Exception):
-    """An upstream table's columns no longer match its subsource's."""
 
 
 def slot_name(catalog: Catalog, source_id: str) -> str:
@@ -71,19 +68,16 @@ class _Subsource:
         self._key_where: str | None = None
         self._key_at: list[int] = []
 
-    def bind(self, relation: Relation, excluded: set[str]) -> None:
-        names = [c.name for c in self.columns]
-        unknown = [c for c in relation.columns if c not in names and c not in excluded]
-        missing = [n for n in names if n not in relation.columns]
-        if unknown or missing:
-            change = "; ".join(filter(None, (f"added {', '.join(unknown)}" if unknown else "",
-                                             f"dropped {', '.join(missing)}" if missing else "")))
-            raise UpstreamChanged(f"upstream table {relation.qualified} changed its columns ({change}), which "
-                                  "icesink does not replicate yet: recreate the source to pick the new columns up")
-        self.positions = [relation.columns.index(n) for n in names]
+    def bind(self, relation: Relation, missing: dict[str, str]) -> None:
+        """`relation` has this subsource's columns (schema.reconcile said so); `missing` is what a row written
+        before a column was added holds in it."""
+        self.positions = [relation.columns.index(c.name) for c in self.columns]
+        self.missing = [missing.get(c) for c in relation.columns]
         self.relation = relation
 
     def values(self, row: list) -> list:
+        if len(row) < len(self.missing):  # a tuple written before columns were added ends before them
+            row = row + self.missing[len(row):]
         return [row[p] for p in self.positions]
 
     def convert(self, values: list) -> list:
@@ -157,10 +151,6 @@ class PostgresIngestion:
             taken, self._statistics = self._statistics, {}
         return taken
 
-    def _excluded(self, subsource: _Subsource) -> set[str]:
-        upstream = subsource.obj.descriptor.upstream
-        return {c for r in self.descriptor.exclude_columns if (c := referenced_column(r, upstream))}
-
     def run(self, on_running) -> None:
         """Copies (once) and then follows the source until `stop()`; `on_running(details)` is called when it is
         caught up with the slot for the first time. Raises what stops it."""
@@ -184,6 +174,7 @@ class PostgresIngestion:
         else:
             self.lsn = row[0]
         with self.connector.connect(options=SESSION) as upstream:
+            self.upstream, self.types = upstream, UpstreamTypes(upstream)
             announced = False
             while not self.stopping.is_set():
                 applied = self._pump(store, upstream)
@@ -207,6 +198,10 @@ class PostgresIngestion:
                 with upstream.transaction(), store.transaction() as db:
                     upstream.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                     upstream.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
+                    for sub in self.subsources.values():  # the tables as the copy reads them
+                        qualified = sub.obj.descriptor.upstream
+                        reconcile(sub.obj.id, qualified, tuple(sub.columns),
+                                  table_types(describe(upstream, *qualified.split(".", 1))), self.descriptor)
                     known = sum(upstream.execute(sql.SQL("SELECT count(*) FROM {}").format(
                         sql.Identifier(*sub.obj.descriptor.upstream.split(".", 1)))).fetchone()[0]
                         for sub in self.subsources.values())
@@ -255,17 +250,30 @@ class PostgresIngestion:
         transactions = [t for t in (self.decoder.feed(bytes(data)) for (data,) in rows) if t is not None]
         self._count(messages_staged=len(rows), bytes_staged=sum(len(data) for (data,) in rows), offset_known=known)
         fresh = [t for t in transactions if t.end_lsn > self.lsn]  # applied before a crash: skipped
+        changed = None
         if fresh:
             with store.transaction() as db:
+                applied = self.lsn
                 for transaction in fresh:
-                    self._apply(db, transaction)
-                self.lsn = fresh[-1].end_lsn
-                db.execute("UPDATE source_progress SET lsn = ? WHERE source_id = ?", (self.lsn, self.source.id))
+                    db.execute("SAVEPOINT one")
+                    try:
+                        self._apply(db, transaction)
+                    except SchemaChanged as exc:  # what came before is kept: the new columns are given to it
+                        db.execute("ROLLBACK TO one")
+                        changed = exc
+                        break
+                    db.execute("RELEASE one")
+                    applied = transaction.end_lsn
+                if applied > self.lsn:
+                    self.lsn = applied
+                    db.execute("UPDATE source_progress SET lsn = ? WHERE source_id = ?", (self.lsn, self.source.id))
         # with nothing left to read, everything the server had written when asked is either held or not published
         self._count(offset_committed=self.lsn if rows else max(self.lsn, known))
-        if transactions:
-            upstream.execute("SELECT pg_replication_slot_advance(%s, %s)",
-                             (self.slot, lsn_text(transactions[-1].end_lsn)))
+        done = self.lsn if changed else transactions[-1].end_lsn if transactions else None  # never below the slot's
+        if done:
+            upstream.execute("SELECT pg_replication_slot_advance(%s, %s)", (self.slot, lsn_text(done)))
+        if changed:
+            raise changed
         return len(fresh)
 
     def _apply(self, db, transaction: Transaction) -> None:
@@ -300,7 +308,10 @@ class PostgresIngestion:
         relation = self.decoder.relations[oid]
         sub = self.subsources.get(relation.qualified)
         if sub is not None and sub.relation is not relation:
-            sub.bind(relation, self._excluded(sub))
+            missing = missing_values(self.upstream, relation.schema, relation.name)
+            reconcile(sub.obj.id, relation.qualified, tuple(sub.columns), relation_types(relation, self.types),
+                      self.descriptor, missing)
+            sub.bind(relation, missing)
         return sub
 
     @staticmethod

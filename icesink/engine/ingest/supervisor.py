@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 from ...errors import first_line
 from ..failures import cause_of, needs_action
+from ..tables import TableStore
 from .postgres import PostgresIngestion
+from .schema import SchemaChanged, follow
 
 log = logging.getLogger("icesink.ingest")
 
@@ -71,6 +73,8 @@ class Ingestions:
             try:
                 state.ingestion.run(lambda details: setattr(state, "running", details))
             except BaseException as exc:  # reported by the scheduler's thread
+                if isinstance(exc, (LookupError, TypeError, AttributeError, AssertionError)):
+                    log.exception("source %s: unexpected failure", source.name)  # a bug: keep where it happened
                 state.error = exc
 
         state.thread = threading.Thread(target=run, name=f"icesink-source-{source.name}", daemon=True)
@@ -79,6 +83,14 @@ class Ingestions:
     def _stopped(self, source, state: _Replication) -> None:
         exc = state.error
         if exc is None:
+            return
+        if isinstance(exc, SchemaChanged):  # followed, then replicated on from where it stopped
+            store = TableStore(self.catalog.data_dir)
+            try:
+                follow(self.catalog, store, exc)
+            finally:
+                store.close()
+            state.retry_at = 0.0
             return
         if needs_action(exc):
             state.failed = True

@@ -63,7 +63,7 @@ class SinkRunner:
             self.descriptor.aws_connection_id)
         try:
             self._connect()
-            table = ensure_table(self.iceberg, self.descriptor)
+            table = ensure_table(self.iceberg, self.descriptor, self.sink.id)
             written = latest_progress(table, self.sink.id)
             version = self.catalog.next_incarnation(self.sink.id, written.version if written else 0)
             self.committer = Committer(self._load_table, self.sink.id, version)

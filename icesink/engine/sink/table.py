@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import itertools
 
-from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError, TableAlreadyExistsError
+from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError, ResolveError, TableAlreadyExistsError
 from pyiceberg.partitioning import PartitionField, PartitionSpec
-from pyiceberg.schema import Schema
+from pyiceberg.schema import Schema, promote
 from pyiceberg.transforms import (BucketTransform, DayTransform, HourTransform, IdentityTransform,
                                   MonthTransform, TruncateTransform, YearTransform)
 from pyiceberg.types import NestedField
@@ -15,6 +15,7 @@ from ...model.descriptors import SinkDescriptor
 from ...model.types import Column
 from ..columns import iceberg_type
 from ..failures import NeedsAction
+from .progress import latest_progress
 
 APPEND_COLUMNS = (Column("_mz_diff", "integer"), Column("_mz_timestamp", "bigint"))
 
@@ -67,12 +68,40 @@ def partition_spec(sink: SinkDescriptor, schema: Schema) -> PartitionSpec:
     return PartitionSpec(*fields)
 
 
+def _its_own(table, sink_id: str) -> bool:
+    """Whether only this sink has written the table (or nothing has): then its schema is the sink's to evolve."""
+    return table.current_snapshot() is None or latest_progress(table, sink_id) is not None
+
+
+def _evolve(table, wanted: Schema, missing: list[str], different: list[str]):
+    """Adds the columns the sink gained (optional: rows written before hold null) and widens the types Iceberg can
+    promote; a type it cannot promote is left for the caller to report."""
+    widened = [n for n in different if _promotes(table.schema().find_field(n).field_type,
+                                                 wanted.find_field(n).field_type)]
+    if missing or widened:
+        with table.update_schema() as update:
+            for name in missing:
+                update.add_column(name, wanted.find_field(name).field_type)
+            for name in widened:
+                update.update_column(name, field_type=wanted.find_field(name).field_type)
+    return table
+
+
+def _promotes(old, new) -> bool:
+    try:
+        promote(old, new)
+        return True
+    except ResolveError:
+        return False
+
+
 def _describe(schema: Schema) -> dict[str, str]:
     return {f.name: str(f.field_type) for f in schema.fields}
 
 
-def ensure_table(catalog, sink: SinkDescriptor):
-    """The sink's table: created (with its namespace) when missing, checked when it exists."""
+def ensure_table(catalog, sink: SinkDescriptor, sink_id: str):
+    """The sink's table: created (with its namespace) when missing, checked when it exists, and evolved when the sink
+    has gained columns or widened types since it wrote to it (its input's upstream changed)."""
     namespace, name = sink.namespace, sink.table
     wanted = iceberg_schema(sink)
     try:
@@ -88,11 +117,17 @@ def ensure_table(catalog, sink: SinkDescriptor):
         except TableAlreadyExistsError:  # created concurrently: check it like any existing table
             table = catalog.load_table(sink.identifier)
     have, want = _describe(table.schema()), _describe(wanted)
-    missing = [f"{n} {t}" for n, t in want.items() if n not in have]
-    different = [f"{n} is {have[n]}, the sink writes {t}" for n, t in want.items() if n in have and have[n] != t]
+    missing = [n for n in want if n not in have]
+    different = [n for n, t in want.items() if n in have and have[n] != t]
     extra = [n for n, f in zip(have, table.schema().fields) if n not in want and f.required]
+    if (missing or different) and not extra and _its_own(table, sink_id):
+        table = _evolve(table, wanted, missing, different)
+        have = _describe(table.schema())
+        missing = [n for n in want if n not in have]
+        different = [n for n, t in want.items() if n in have and have[n] != t]
     if missing or different or extra:
-        parts = ([f"missing columns: {', '.join(missing)}"] if missing else []) + different + (
+        parts = ([f"missing columns: {', '.join(f'{n} {want[n]}' for n in missing)}"] if missing else []) + [
+            f"{n} is {have[n]}, the sink writes {want[n]}" for n in different] + (
             [f"required columns the sink does not write: {', '.join(extra)}"] if extra else [])
         raise IncompatibleTable(f"the Iceberg table {namespace}.{name} does not fit the sink: {'; '.join(parts)}")
     if any(table.properties.get(k) != v for k, v in NO_LIBRARY_RETRIES.items()):

@@ -87,7 +87,13 @@ class EngineTableReader(DataSourceStreamReader):
         decoders = [decoder(c["type"]) for c in self.columns]
         store = TableStore(self.data_dir)
         try:
+            width = len(decoders)
             for offset, diff, ts, values in store.iter_changes(self.table_id, partition.after, partition.upto):
+                if len(values) != width:  # logged before columns were added (null in them), or after this started
+                    if len(values) > width:
+                        raise ValueError(f"the change at log offset {offset} has columns this reader does not know "
+                                         "of: the input gained columns, and the sink starts again with them")
+                    values = values + [None] * (width - len(values))
                 try:
                     yield tuple(d(v) for d, v in zip(decoders, values)) + (offset, diff, ts)
                 except (ValueError, TypeError, OverflowError):
