@@ -15,7 +15,7 @@ import duckdb
 import pytest
 
 from icesink.engine.ingest.pgoutput import lsn_int
-from tests.conftest import ICESINK, cli_env, rows, serve, serve_until_killed
+from tests.conftest import ICESINK, cli_env, error_of, rows, serve, serve_until_killed
 from tests.readers import duckdb_rows
 from tests.runtime import iceberg_table, wait_for
 from tests.servers import Postgres
@@ -298,6 +298,51 @@ def test_a_change_iceberg_cannot_follow_stalls_the_source_with_what_to_do(sessio
     session.execute("DROP SOURCE shop CASCADE")  # what the message says to do
     session.execute(SETUP.split(";", 3)[3].replace("TABLE 'orders'", "TABLE 'orders_now'"))
     assert in_sync(session, upstream, columns="id, amount") == [(1, 1)]
+
+
+def test_a_table_created_from_the_running_source_is_copied_then_replicated(session, scheduler, upstream):
+    with upstream.admin("shop") as admin:
+        admin.execute("INSERT INTO orders SELECT n, n, 'before' FROM generate_series(1, 2000) n")
+    session.execute(SETUP.format(password=PASSWORD, port=upstream.port).split("CREATE SOURCE")[0] +
+                    "CREATE SOURCE shop FROM POSTGRES CONNECTION pg (PUBLICATION 'icesink') FOR TABLES (notes)")
+    wait_for(lambda: source_status(session)[0] == "running", timeout=60, what="the source to run")
+    stop, written = threading.Event(), []
+
+    def write():  # changes to orders before, during and after its copy: none lost or doubled at the seam
+        with upstream.admin("shop") as admin:
+            n = 2000
+            while not stop.is_set():
+                n += 1
+                admin.execute("INSERT INTO orders VALUES (%s, 1, 'new')", (n,))
+                admin.execute("UPDATE orders SET amount = amount + 1, note = 'u' WHERE id = %s", (n % 2000 + 1,))
+                written.append(n)
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        time.sleep(1)
+        session.execute("CREATE TABLE orders FROM SOURCE shop (REFERENCE public.orders);"
+                        "CREATE SINK orders_lake FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', "
+                        "TABLE 'orders') KEY (id) ENFORCED ENVELOPE UPSERT WITH (COMMIT INTERVAL '1s')")
+        wait_for(lambda: len(iceberg_rows(session, "orders_lake", "id") or ()) >= 2000, timeout=60,
+                 what="the table's copy to reach Iceberg")
+        time.sleep(2)
+    finally:
+        stop.set()
+        writer.join()
+    assert len(written) > 100
+    assert len(in_sync(session, upstream)) == 2000 + len(written)
+    assert {s for (s,) in rows(session, "SELECT status FROM mz_internal.mz_source_status_history")} == {
+        "starting", "running"}  # never stalled
+    assert rows(session, "SHOW COLUMNS FROM orders") == [("id", 0, "bigint"), ("amount", 0, "numeric(10,2)"),
+                                                         ("note", 1, "text")]
+    assert error_of(session, "CREATE TABLE again FROM SOURCE shop (REFERENCE orders)").message == (
+        "source 'shop' already replicates upstream table public.orders, as 'orders': create sinks from that "
+        "one")
+    with upstream.admin("shop") as admin:
+        admin.execute("CREATE TABLE hidden (id int PRIMARY KEY)")
+    assert error_of(session, "CREATE TABLE hidden FROM SOURCE shop (REFERENCE public.hidden)").message == (
+        "source 'shop': publication 'icesink' does not cover table public.hidden: ALTER PUBLICATION icesink "
+        "ADD TABLE public.hidden")
 
 
 class UpstreamWriter(threading.Thread):

@@ -14,10 +14,10 @@ from ..catalog_connections import connector_for
 from ..errors import CatalogError, IcesinkError, PlanError, first_line
 from .binder import KIND_WORDS
 from .copy_from import CopyError, read_rows
-from .postgres_source import resolve_subsources
+from .postgres_source import resolve_subsources, resolve_table
 from .plans import (CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan, InsertRowsPlan, NoticePlan, QueryPlan,
                             SetSecretPlan, SetVariablePlan, UpdatePlan, ValidatePlan, WritePlan)
-from ..engine.ingest.postgres import drop_slot, forget, slot_name
+from ..engine.ingest.postgres import copy_later, drop_slot, forget, slot_name
 from ..engine.lifecycle import dropped
 from ..engine.tables import RowRefused, TableStore, is_engine_table
 from ..engine.values import InvalidValue
@@ -59,6 +59,12 @@ class Executor:
         if plan.kind == "source" and plan.type == "postgres":
             resolve_subsources(plan, connector_for(self.catalog.get_by_id(plan.connection_id), self.secret_value,
                                                    self.catalog), lambda name: self.catalog.get(name) is not None)
+        replicated_from = self._replicating_source(plan)
+        if replicated_from is not None:
+            replicated = {o.descriptor.upstream: o.name for o in self.catalog.dependents(replicated_from.id)
+                          if o.kind in ("subsource", "table")}
+            resolve_table(plan, replicated_from, connector_for(self.catalog.get_by_id(
+                replicated_from.connection_id), self.secret_value, self.catalog), replicated)
         try:
             with self.catalog.transaction():
                 object_id = self._insert(plan)
@@ -70,7 +76,9 @@ class Executor:
                         self.tables.create(child_id, child.descriptor.columns, child.descriptor.primary_key)
                 if plan.secret_value is not None:
                     self.secrets.set(object_id, plan.secret_value)
-                if is_engine_table(plan):
+                if replicated_from is not None:  # copied by the running source, then replicated like the rest
+                    copy_later(self.tables, object_id, replicated_from.id)
+                if is_engine_table(plan) or replicated_from is not None:
                     self.tables.create(object_id, plan.descriptor.columns, plan.descriptor.primary_key)
         except sqlite3.IntegrityError:
             if plan.if_not_exists and self.catalog.get(plan.name) is not None:  # lost a race to another process
@@ -79,6 +87,12 @@ class Executor:
             raise CatalogError(f"an object named '{plan.name}' (or one of its subsources) was just created by "
                                "another session") from None
         return result
+
+    def _replicating_source(self, plan: CreatePlan) -> CatalogObject | None:
+        """The Postgres source a CREATE TABLE … FROM SOURCE reads (its rows kept in icesink's store)."""
+        source_id = getattr(plan.descriptor, "source_id", None) if plan.kind == "table" else None
+        source = self.catalog.get_by_id(source_id) if source_id else None
+        return source if source is not None and source.type == "postgres" else None
 
     def _insert(self, plan: CreatePlan) -> str:
         object_id, _ = self.catalog.allocate_id()
@@ -105,7 +119,7 @@ class Executor:
         for obj in plan.objects:
             if obj.kind == "secret":
                 self.secrets.delete(obj.id)
-            elif is_engine_table(obj) or obj.kind == "subsource":
+            elif obj.kind in ("table", "subsource"):  # the rows icesink keeps, if it keeps them
                 self.tables.drop(obj.id)
         cascaded = [f"{KIND_WORDS[o.kind]} '{o.name}'" for o in plan.objects if o.id not in plan.named]
         if cascaded:

@@ -7,6 +7,7 @@ import dataclasses
 
 from ..catalog_connections.postgres_upstream import (UpstreamColumn, UpstreamTable, describe, may_read,
                                                      publication_exists, published_tables, table_exists)
+from ..catalog.store import CatalogObject
 from ..errors import PlanError, first_line
 from ..grammar.render import subsource_sql
 from ..model.descriptors import PostgresSourceDescriptor, SubsourceDescriptor, referenced_column
@@ -21,7 +22,8 @@ def resolve_subsources(plan: CreatePlan, connector, name_taken) -> None:
     import psycopg
 
     try:
-        tables = _upstream_tables(plan, connector)
+        tables = _upstream_tables(plan.name, plan.descriptor, connector,
+                                  lambda published, connection: _wanted(plan, plan.descriptor, published, connection))
     except psycopg.Error as exc:
         raise PlanError(f"source '{plan.name}': reading the upstream catalog through connection '{connector.name}' "
                         f"failed: {first_line(exc)}") from None
@@ -35,19 +37,45 @@ def resolve_subsources(plan: CreatePlan, connector, name_taken) -> None:
     _check_named_columns(plan.name, plan.descriptor, tables)
 
 
-def _upstream_tables(plan: CreatePlan, connector) -> list[UpstreamTable]:
-    source: PostgresSourceDescriptor = plan.descriptor
+def resolve_table(plan: CreatePlan, source: CatalogObject, connector, replicated: dict[str, str]) -> None:
+    """CREATE TABLE … FROM SOURCE on a Postgres source: the table's columns and primary key, from the upstream
+    table its REFERENCE names (`replicated`: the upstream tables the source already replicates, and as what)."""
+    import psycopg
+
+    parts = plan.descriptor.upstream.split(".")
+    if len(parts) == 3:
+        if parts[0] != connector.database:
+            raise PlanError(f"source '{source.name}' replicates database '{connector.database}', not "
+                            f"'{parts[0]}' (REFERENCE {plan.descriptor.upstream})")
+        parts = parts[1:]
+    qualified = ".".join(parts)
+    if qualified in replicated:
+        raise PlanError(f"source '{source.name}' already replicates upstream table {qualified}, as "
+                        f"'{replicated[qualified]}': create sinks from that one")
+
+    def wanted(published, connection):
+        return _covered(source.name, source.descriptor, published, connection, [tuple(parts)])
+    try:
+        (table,) = _upstream_tables(source.name, source.descriptor, connector, wanted)
+    except psycopg.Error as exc:
+        raise PlanError(f"source '{source.name}': reading the upstream catalog through connection "
+                        f"'{connector.name}' failed: {first_line(exc)}") from None
+    columns, key = _columns(source.name, table, source.descriptor)
+    plan.descriptor = dataclasses.replace(plan.descriptor, columns=columns, primary_key=key, upstream=qualified)
+
+
+def _upstream_tables(source_name: str, source: PostgresSourceDescriptor, connector, wanted_of) -> list[UpstreamTable]:
     with connector.connect() as connection, connection.transaction():
         connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         if not publication_exists(connection, source.publication):
-            raise PlanError(f"source '{plan.name}': publication '{source.publication}' does not exist in database "
+            raise PlanError(f"source '{source_name}': publication '{source.publication}' does not exist in database "
                             f"'{connector.database}' of connection '{connector.name}': CREATE PUBLICATION "
                             f"{source.publication} FOR TABLE … (or FOR ALL TABLES) there")
         published = published_tables(connection, source.publication)
-        wanted = _wanted(plan, source, published, connection)
+        wanted = wanted_of(published, connection)
         for schema, name in wanted:
             if not may_read(connection, schema, name):
-                raise PlanError(f"source '{plan.name}': user '{connector.user}' may not read table {schema}.{name}, "
+                raise PlanError(f"source '{source_name}': user '{connector.user}' may not read table {schema}.{name}, "
                                 f"which the source copies first: GRANT SELECT ON {schema}.{name} TO "
                                 f"\"{connector.user}\"")
         return [describe(connection, schema, name) for schema, name in wanted]
@@ -55,19 +83,23 @@ def _upstream_tables(plan: CreatePlan, connector) -> list[UpstreamTable]:
 
 def _wanted(plan: CreatePlan, source: PostgresSourceDescriptor, published, connection) -> list[tuple[str, str]]:
     if source.tables == "tables":
-        wanted = [tuple(child.descriptor.upstream.split(".", 1)) for child in plan.children]
-        for schema, name in wanted:
-            if (schema, name) not in published:
-                if not table_exists(connection, schema, name):
-                    raise PlanError(f"source '{plan.name}': table {schema}.{name} does not exist upstream")
-                raise PlanError(f"source '{plan.name}': publication '{source.publication}' does not cover table "
-                                f"{schema}.{name}: ALTER PUBLICATION {source.publication} ADD TABLE {schema}.{name}")
-        return wanted
+        return _covered(plan.name, source, published, connection,
+                        [tuple(child.descriptor.upstream.split(".", 1)) for child in plan.children])
     if source.tables == "schemas":
         return [(schema, name) for schema, name in published if schema in source.schemas]
     if source.tables == "all":
         return published
     return []  # tables are named later, one by one, with CREATE TABLE … FROM SOURCE
+
+
+def _covered(source_name: str, source: PostgresSourceDescriptor, published, connection, wanted):
+    for schema, name in wanted:
+        if (schema, name) not in published:
+            if not table_exists(connection, schema, name):
+                raise PlanError(f"source '{source_name}': table {schema}.{name} does not exist upstream")
+            raise PlanError(f"source '{source_name}': publication '{source.publication}' does not cover table "
+                            f"{schema}.{name}: ALTER PUBLICATION {source.publication} ADD TABLE {schema}.{name}")
+    return wanted
 
 
 def _new_child(plan: CreatePlan, table: UpstreamTable, name_taken) -> CreatePlan:

@@ -43,12 +43,23 @@ def slot_name(catalog: Catalog, source_id: str) -> str:
 def _progress_table(db) -> None:
     db.execute("CREATE TABLE IF NOT EXISTS source_progress (source_id TEXT PRIMARY KEY, slot TEXT NOT NULL,"
                " lsn INTEGER NOT NULL)")
+    # tables created from a source after its first copy: copied on their own, as of `copied_lsn` (NULL: not yet)
+    db.execute("CREATE TABLE IF NOT EXISTS source_tables (object_id TEXT PRIMARY KEY, source_id TEXT NOT NULL,"
+               " copied_lsn INTEGER)")
 
 
 def forget(store: TableStore, source_id: str) -> None:
     """DROP SOURCE: the local copy's progress goes with it (the subsources' tables are dropped one by one)."""
     _progress_table(store.db)
     store.db.execute("DELETE FROM source_progress WHERE source_id = ?", (source_id,))
+    store.db.execute("DELETE FROM source_tables WHERE source_id = ?", (source_id,))
+
+
+def copy_later(store: TableStore, object_id: str, source_id: str) -> None:
+    """CREATE TABLE … FROM SOURCE: the source's replication copies the new table before it replicates its changes
+    (or with all the others, if the source has not made its first copy yet)."""
+    _progress_table(store.db)
+    store.db.execute("INSERT INTO source_tables VALUES (?, ?, NULL)", (object_id, source_id))
 
 
 class _Subsource:
@@ -61,6 +72,7 @@ class _Subsource:
         self.inputs = [replicated_input(c.type) for c in self.columns]
         self.key = list(obj.descriptor.primary_key)
         self.relation: Relation | None = None  # the upstream's last description of the table (pgoutput 'R')
+        self.copied_at = 0  # for a table copied after the source's first copy: the LSN its copy holds up to
         self.positions: list[int] = []  # upstream position of each local column, from `relation`
         self.insert_sql = (f"INSERT INTO {self.table} ({', '.join(quote(c.name) for c in self.columns)}) VALUES "
                            f"({', '.join('?' * len(self.columns))})")
@@ -129,14 +141,17 @@ class PostgresIngestion:
         self.descriptor = source.descriptor
         self.connector = connector_for(catalog.get_by_id(self.descriptor.connection_id), secret, catalog)
         self.slot = slot_name(catalog, source.id)
-        self.subsources = {o.descriptor.upstream: _Subsource(o) for o in catalog.dependents(source.id)
-                           if o.kind == "subsource"}
+        self.subsources = {o.descriptor.upstream: _Subsource(o) for o in replicated_relations(catalog, source.id)}
         self.decoder = Decoder()
         self.stopping = threading.Event()
         self.lsn = 0  # every change up to here is in the local copy
         self._staged = 0  # rows of the initial copy so far
         self._statistics: dict[str, int] = {}
         self._statistics_lock = threading.Lock()
+
+    @property
+    def relation_ids(self) -> set[str]:
+        return {sub.obj.id for sub in self.subsources.values()}
 
     def _count(self, **values: int) -> None:
         """`messages_staged` and `bytes_staged` add up; the rest are gauges (see Catalog.add_statistics)."""
@@ -173,6 +188,12 @@ class PostgresIngestion:
             self._snapshot(store)
         else:
             self.lsn = row[0]
+            self._copy_added(store)
+        for object_id, lsn in store.db.execute("SELECT object_id, copied_lsn FROM source_tables WHERE source_id = ?",
+                                               (self.source.id,)):
+            for sub in self.subsources.values():
+                if sub.obj.id == object_id:
+                    sub.copied_at = lsn or 0
         with self.connector.connect(options=SESSION) as upstream:
             self.upstream, self.types = upstream, UpstreamTypes(upstream)
             announced = False
@@ -196,12 +217,7 @@ class PostgresIngestion:
                     f"CREATE_REPLICATION_SLOT {self.slot} LOGICAL pgoutput (SNAPSHOT 'export')").fetchone()
                 # the exported snapshot lives while the replication connection stays open and idle
                 with upstream.transaction(), store.transaction() as db:
-                    upstream.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    upstream.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
-                    for sub in self.subsources.values():  # the tables as the copy reads them
-                        qualified = sub.obj.descriptor.upstream
-                        reconcile(sub.obj.id, qualified, tuple(sub.columns),
-                                  table_types(describe(upstream, *qualified.split(".", 1))), self.descriptor)
+                    self._read_as_of(upstream, snapshot, self.subsources.values())
                     known = sum(upstream.execute(sql.SQL("SELECT count(*) FROM {}").format(
                         sql.Identifier(*sub.obj.descriptor.upstream.split(".", 1)))).fetchone()[0]
                         for sub in self.subsources.values())
@@ -210,7 +226,40 @@ class PostgresIngestion:
                     copied = sum(self._copy(upstream, db, sub) for sub in self.subsources.values())
                     self.lsn = lsn_int(consistent)
                     db.execute("INSERT INTO source_progress VALUES (?, ?, ?)", (self.source.id, self.slot, self.lsn))
+                    db.execute("DELETE FROM source_tables WHERE source_id = ?", (self.source.id,))
         log.info("source %s: copied %d rows as of %s", self.source.name, copied, consistent)
+
+    def _copy_added(self, store: TableStore) -> None:
+        """Copies the tables created from the source since its first copy, each as of a snapshot of its own. The
+        source's slot is behind that snapshot: its changes to such a table in transactions the copy already holds
+        (those that end at or before the snapshot's consistent point) are skipped."""
+        added = {object_id for (object_id,) in store.db.execute(
+            "SELECT object_id FROM source_tables WHERE source_id = ? AND copied_lsn IS NULL", (self.source.id,))}
+        pending = [sub for sub in self.subsources.values() if sub.obj.id in added]
+        if not pending:
+            return
+        with self.connector.connect(options=SESSION) as upstream, \
+                self.connector.connect(replication="database") as replication:
+            _, consistent, snapshot, _ = replication.execute(
+                f"CREATE_REPLICATION_SLOT {self.slot}_add TEMPORARY LOGICAL pgoutput (SNAPSHOT 'export')").fetchone()
+            with upstream.transaction(), store.transaction() as db:
+                self._read_as_of(upstream, snapshot, pending)
+                for sub in pending:
+                    copied = self._copy(upstream, db, sub)
+                    db.execute("UPDATE source_tables SET copied_lsn = ? WHERE object_id = ?",
+                               (lsn_int(consistent), sub.obj.id))
+                    log.info("source %s: copied %d rows of %s as of %s", self.source.name, copied,
+                             sub.obj.descriptor.upstream, consistent)
+
+    def _read_as_of(self, upstream, snapshot: str, subsources) -> None:
+        """The upstream transaction reads as of the exported snapshot, and the tables still have the columns
+        their subsources expect."""
+        upstream.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        upstream.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
+        for sub in subsources:
+            qualified = sub.obj.descriptor.upstream
+            reconcile(sub.obj.id, qualified, tuple(sub.columns),
+                      table_types(describe(upstream, *qualified.split(".", 1))), self.descriptor)
 
     def _copy(self, upstream, db, sub: _Subsource) -> int:
         schema, name = sub.obj.descriptor.upstream.split(".", 1)
@@ -281,7 +330,7 @@ class PostgresIngestion:
         into = None
         for change in transaction.changes:
             if change.kind == "insert":
-                sub = self._target(change.relation)
+                sub = self._target(change.relation, transaction)
                 if sub is not into and inserts:
                     into.insert_many(db, inserts)
                     inserts = []
@@ -294,19 +343,21 @@ class PostgresIngestion:
                 inserts = []
             if change.kind == "truncate":
                 for oid in change.relations:
-                    sub = self._target(oid)
+                    sub = self._target(oid, transaction)
                     if sub is not None:
                         sub.truncate(db)
                 continue
-            sub = self._target(change.relation)
+            sub = self._target(change.relation, transaction)
             if sub is not None:
                 self._apply_row(db, sub, change)
         if inserts:
             into.insert_many(db, inserts)
 
-    def _target(self, oid: int) -> _Subsource | None:
+    def _target(self, oid: int, transaction: Transaction) -> _Subsource | None:
         relation = self.decoder.relations[oid]
         sub = self.subsources.get(relation.qualified)
+        if sub is not None and transaction.end_lsn <= sub.copied_at:
+            return None  # its copy holds this transaction
         if sub is not None and sub.relation is not relation:
             missing = missing_values(self.upstream, relation.schema, relation.name)
             reconcile(sub.obj.id, relation.qualified, tuple(sub.columns), relation_types(relation, self.types),
@@ -320,6 +371,11 @@ class PostgresIngestion:
             sub.update(db, sub.values(change.old) if change.old is not None else None, sub.values(change.new))
         elif change.kind == "delete":
             sub.delete(db, sub.values(change.old))
+
+
+def replicated_relations(catalog: Catalog, source_id: str) -> list[CatalogObject]:
+    """The source's subsources and the tables created from it: each one upstream table's rows in icesink's store."""
+    return [o for o in catalog.dependents(source_id) if o.kind in ("subsource", "table")]
 
 
 def drop_slot(connector, slot: str) -> None:

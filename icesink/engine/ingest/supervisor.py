@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ...errors import first_line
 from ..failures import cause_of, needs_action
 from ..tables import TableStore
-from .postgres import PostgresIngestion
+from .postgres import PostgresIngestion, replicated_relations
 from .schema import SchemaChanged, follow
 
 log = logging.getLogger("icesink.ingest")
@@ -47,6 +47,10 @@ class Ingestions:
                 taken = state.ingestion.take_statistics()
                 if taken:
                     self.catalog.add_statistics(source_id, **taken)
+            if state.thread is not None and state.thread.is_alive() and state.ingestion.relation_ids != {
+                    o.id for o in replicated_relations(self.catalog, source_id)}:
+                state.ingestion.stop()  # a table was created from the source or dropped: it starts again once ended
+                continue
             if state.thread is not None and state.thread.is_alive():
                 if state.running is not None and not state.recorded_running:
                     self.catalog.record_status(source_id, "source", "running", details=state.running)
