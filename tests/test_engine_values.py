@@ -124,3 +124,24 @@ def test_a_sink_names_the_real_cause_of_a_value_it_cannot_write(session, schedul
     wait_for(caught_up(session, "events_lake", "events"), what="the sink to recover")
     got = duckdb_rows(iceberg_table(session, "events_lake").metadata_location, "id", "id")
     assert got == [(1,), (2,)]
+
+
+def test_a_copy_stores_timestamps_exactly_as_the_change_stream_does():
+    """A key or REPLICA IDENTITY FULL row copied in bulk must match the same value arriving later as a change."""
+    import random
+
+    import pyarrow as pa
+
+    from icesink.engine.ingest.copy import _converter
+    from icesink.engine.values import input_function, replicated_input
+
+    rng = random.Random(3)
+    for type_name, zone in (("timestamp with time zone", "+00"), ("timestamp", "")):
+        printed = [None]
+        for _ in range(3000):
+            fraction = rng.choice(["", f".{rng.randint(1, 999999):06d}".rstrip("0"), ".5", ".000001"])
+            printed.append(f"{rng.randint(1, 9999):04d}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d} "
+                           f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}{fraction}{zone}")
+        one_by_one = [None if v is None else replicated_input(type_name)(v) for v in printed]
+        assert _converter(type_name)(pa.array(printed)) == one_by_one
+        assert one_by_one == [None if v is None else input_function(type_name)(v) for v in printed]

@@ -160,14 +160,17 @@ INSERT INTO typed VALUES
    '2024-01-05 10:00:00+02', '1 year 2 mons 3 days 04:05:06', 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11',
    '{"b": 1,  "a": [1, 2]}', '{"b": 1, "a": [1, 2]}', 'happy', 7, '{1,NULL,3}', '{"a b",NULL,"c,d"}'),
   (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-   NULL, NULL, NULL, NULL, NULL, NULL);
+   NULL, NULL, NULL, NULL, NULL, NULL),
+  (4, 0, 0, 0, 0, 0.25, 0.5, '', E'l1\nl2"q,', '', false, '', '2000-01-01', '00:00', '00:00+00', '2000-01-01',
+   '2000-01-01 00:00:00+00', '0 days', '00000000-0000-0000-0000-000000000000', '""', '""', 'sad', 1, '{}', '{""}');
 GRANT SELECT ON typed TO repl; ALTER PUBLICATION icesink ADD TABLE typed;
 """
 COLUMNS = ("id, i2, i8, n, nu, r, d, t, vc, ch, b, bin, dt, tm, tz, ts, tstz, iv, u, js, jb, m, dom, arr, tarr")
 
 
 def test_every_type_reads_back_as_postgres_holds_it(session, scheduler, upstream):
-    """The copy and the change stream both: row 1 is copied, row 3 (the same values) arrives as a change."""
+    """The copy and the change stream both: row 1 is copied, row 3 (the same values) arrives as a change; row 2
+    (NULLs) and row 4 (empty strings, a newline and a quote, zeros) are copied."""
     with upstream.admin("shop") as admin:
         admin.execute(TYPES)
     session.execute(SETUP.format(password=PASSWORD, port=upstream.port).replace(
@@ -181,7 +184,7 @@ def test_every_type_reads_back_as_postgres_holds_it(session, scheduler, upstream
         expected = [tuple(r) for r in admin.execute(
             f"SELECT {', '.join(shown.get(c, c + '::text') for c in COLUMNS.split(', '))} FROM typed "
             "ORDER BY id").fetchall()]
-    wait_for(lambda: (iceberg_rows(session, "typed_lake", "id") or []) == [(1,), (2,), (3,)], timeout=90,
+    wait_for(lambda: (iceberg_rows(session, "typed_lake", "id") or []) == [(1,), (2,), (3,), (4,)], timeout=90,
              what="the typed rows")
     got = iceberg_rows(session, "typed_lake", COLUMNS)
     assert [as_postgres_text(row) for row in got] == expected

@@ -112,6 +112,25 @@ class TableStore:
             self.db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
             self.db.execute(f"CREATE TRIGGER {trigger} AFTER {event} ON {table} BEGIN {body} END")
 
+    def load(self, table_id: str, columns, batches) -> int:
+        """Fills an empty table with `batches` (lists of rows) and logs each row's insertion, as the triggers
+        would, in one statement at the end: a copy of millions of rows pays no trigger per row. Runs inside the
+        caller's transaction; returns the rows loaded."""
+        table = quote(storage_name(table_id))
+        for event in ("insert", "delete", "update"):
+            self.db.execute(f"DROP TRIGGER IF EXISTS {quote(f'log_{table_id}_{event}')}")
+        insert = (f"INSERT INTO {table} ({', '.join(quote(c.name) for c in columns)}) VALUES "
+                  f"({', '.join('?' * len(columns))})")
+        loaded = 0
+        for rows in batches:
+            self.db.executemany(insert, rows)
+            loaded += len(rows)
+        now = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+        self.db.execute(f"INSERT INTO changes (table_id, diff, ts, row) SELECT ?, 1, {now}, json_array("
+                        f"{', '.join(quote(c.name) for c in columns)}) FROM {table}", (table_id,))
+        self._log_triggers(table_id, columns)
+        return loaded
+
     def evolve(self, table_id: str, columns: tuple[Column, ...], fills: dict[str, object]) -> None:
         """The table takes `columns`: the ones it lacks are added (nullable), then set to `fills[name]` in every
         row when there is one (logged as updates, so sinks write them), all in one transaction. Types may only

@@ -21,6 +21,7 @@ from ...errors import first_line
 from ..failures import NeedsAction
 from ..tables import TableStore, quote, storage_name
 from ..values import replicated_input
+from .copy import copied_rows
 from .pgoutput import UNCHANGED, Change, Decoder, Relation, Transaction, lsn_int, lsn_text
 from .schema import SchemaChanged, UpstreamTypes, reconcile, relation_types, table_types
 
@@ -223,7 +224,7 @@ class PostgresIngestion:
                         for sub in self.subsources.values())
                     self._staged = 0
                     self._count(snapshot_records_known=known, snapshot_records_staged=0)
-                    copied = sum(self._copy(upstream, db, sub) for sub in self.subsources.values())
+                    copied = sum(self._copy(upstream, store, sub) for sub in self.subsources.values())
                     self.lsn = lsn_int(consistent)
                     db.execute("INSERT INTO source_progress VALUES (?, ?, ?)", (self.source.id, self.slot, self.lsn))
                     db.execute("DELETE FROM source_tables WHERE source_id = ?", (self.source.id,))
@@ -245,7 +246,7 @@ class PostgresIngestion:
             with upstream.transaction(), store.transaction() as db:
                 self._read_as_of(upstream, snapshot, pending)
                 for sub in pending:
-                    copied = self._copy(upstream, db, sub)
+                    copied = self._copy(upstream, store, sub)
                     db.execute("UPDATE source_tables SET copied_lsn = ? WHERE object_id = ?",
                                (lsn_int(consistent), sub.obj.id))
                     log.info("source %s: copied %d rows of %s as of %s", self.source.name, copied,
@@ -261,22 +262,20 @@ class PostgresIngestion:
             reconcile(sub.obj.id, qualified, tuple(sub.columns),
                       table_types(describe(upstream, *qualified.split(".", 1))), self.descriptor)
 
-    def _copy(self, upstream, db, sub: _Subsource) -> int:
+    def _copy(self, upstream, store: TableStore, sub: _Subsource) -> int:
+        """One table as of the transaction's snapshot, into its empty local table (in the caller's transaction)."""
         schema, name = sub.obj.descriptor.upstream.split(".", 1)
-        query = sql.SQL("COPY (SELECT {} FROM {}) TO STDOUT").format(
+        query = sql.SQL("COPY (SELECT {} FROM {}) TO STDOUT (FORMAT csv)").format(
             sql.SQL(", ").join(sql.Identifier(c.name) for c in sub.columns), sql.Identifier(schema, name))
         count = 0
         with upstream.cursor().copy(query) as copy:
-            copy.set_types(["text"] * len(sub.columns))
-
             def counted():
                 nonlocal count
-                for row in copy.rows():
-                    yield row
-                    count += 1
-                    if count % 10_000 == 0:
-                        self._count(snapshot_records_staged=self._staged + count)
-            sub.insert_many(db, counted())
+                for rows in copied_rows(copy, sub.columns):
+                    yield rows
+                    count += len(rows)
+                    self._count(snapshot_records_staged=self._staged + count)
+            store.load(sub.obj.id, sub.columns, counted())
         self._staged += count
         self._count(snapshot_records_staged=self._staged)
         return count
