@@ -3,6 +3,7 @@ the sink decides where to start (from the progress it committed to Iceberg), not
 the sink acknowledges its frontier, and the log is compacted below what all the table's sinks acknowledged."""
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from pathlib import Path
@@ -19,6 +20,9 @@ from .base import Input, ProgressBehindInput
 OFFSET, DIFF, TS = "_icesink_offset", "_icesink_diff", "_icesink_ts"
 log = logging.getLogger("icesink.sink")
 ROWS_PER_PARTITION = 250_000
+ROWS_PER_BATCH = 50_000
+# logged as JSON already holds them as Arrow takes them: no decoding
+_AS_LOGGED = {"smallint", "integer", "bigint", "double precision", "text", "jsonb", "uuid", "interval", "time"}
 
 
 def change_schema(columns: list[dict]) -> StructType:
@@ -82,22 +86,40 @@ class EngineTableReader(DataSourceStreamReader):
         return [OffsetRange(a, b) for a, b in zip(bounds, bounds[1:])] or [OffsetRange(after, upto)]
 
     def read(self, partition: OffsetRange):
+        """Arrow record batches of the partition's changes: Spark takes them without a conversion per row."""
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
         from ..tables import TableStore
 
-        decoders = [decoder(c["type"]) for c in self.columns]
+        schema = to_arrow_schema(change_schema(self.columns), timezone="UTC")
+        decoders = [_column_decoder(c["type"]) for c in self.columns]
+        width = len(decoders)
         store = TableStore(self.data_dir)
         try:
-            width = len(decoders)
-            for offset, diff, ts, values in store.iter_changes(self.table_id, partition.after, partition.upto):
-                if len(values) != width:  # logged before columns were added (null in them), or after this started
-                    if len(values) > width:
-                        raise ValueError(f"the change at log offset {offset} has columns this reader does not know "
-                                         "of: the input gained columns, and the sink starts again with them")
-                    values = values + [None] * (width - len(values))
-                try:
-                    yield tuple(d(v) for d, v in zip(decoders, values)) + (offset, diff, ts)
-                except (ValueError, TypeError, OverflowError):
-                    raise ValueError(_undecodable(self.columns, decoders, values, offset)) from None
+            changes = store.iter_changes(self.table_id, partition.after, partition.upto)
+            while True:
+                chunk = list(itertools.islice(changes, ROWS_PER_BATCH))
+                if not chunk:
+                    return
+                values = []
+                for offset, diff, ts, row in chunk:
+                    if len(row) != width:  # logged before columns were added (null in them), or after this started
+                        if len(row) > width:
+                            raise ValueError(f"the change at log offset {offset} has columns this reader does not "
+                                             "know of: the input gained columns, and the sink starts again with them")
+                        row = row + [None] * (width - len(row))
+                    values.append(row)
+                columns = list(zip(*values)) if values else [()] * width
+                arrays = []
+                for index, (decode, field) in enumerate(zip(decoders, schema)):
+                    try:
+                        arrays.append(pa.array(decode(columns[index]), type=field.type))
+                    except (ValueError, TypeError, OverflowError, pa.ArrowException):
+                        raise ValueError(_undecodable(self.columns, chunk, index)) from None
+                meta = list(zip(*((offset, diff, ts) for offset, diff, ts, _ in chunk)))
+                arrays += [pa.array(meta[i], type=schema.field(width + i).type) for i in range(3)]
+                yield pa.RecordBatch.from_arrays(arrays, schema=schema)
         finally:
             store.close()
 
@@ -105,15 +127,26 @@ class EngineTableReader(DataSourceStreamReader):
         """Nothing to do: the sink acknowledges what it committed to Iceberg, not what Spark read."""
 
 
-def _undecodable(columns: list[dict], decoders, values: list, offset: int) -> str:
+def _column_decoder(type_name: str):
+    """From a column's logged values to the Python values Arrow takes for its Spark type."""
+    if type_name in _AS_LOGGED:
+        return list
+    decode = decoder(type_name)
+    return lambda values: [decode(v) for v in values]
+
+
+def _undecodable(columns: list[dict], chunk, index: int) -> str:
     """Which value of a logged change the sink cannot convert (an older icesink did not check values)."""
-    for column, decode, value in zip(columns, decoders, values):
+    column = columns[index]
+    decode = decoder(column["type"])
+    for offset, _, _, row in chunk:
+        value = row[index] if index < len(row) else None
         try:
             decode(value)
         except (ValueError, TypeError, OverflowError) as exc:
             return (f"column \"{column['name']}\" of the change at log offset {offset} holds {value!r}, which is not "
                     f"a {column['type']}: {exc}")
-    return f"the change at log offset {offset} cannot be read"
+    return f"column \"{column['name']}\" of the changes at log offsets {chunk[0][0]}-{chunk[-1][0]} cannot be read"
 
 
 class EngineTableInput(Input):
