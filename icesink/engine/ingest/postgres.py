@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from functools import cached_property
 
 from psycopg import sql
 
@@ -28,6 +29,7 @@ from .schema import SchemaChanged, UpstreamTypes, reconcile, relation_types, tab
 log = logging.getLogger("icesink.ingest")
 CHANGES_PER_PEEK = 50_000  # Postgres finishes the transaction in progress: the batch may be larger
 IDLE_SECONDS = 0.2
+STORE_CACHE_KIB = 128 << 10
 DROP_SLOT = "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s"
 SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"  # values in the form engine tables take
 
@@ -99,8 +101,30 @@ class _Subsource:
     def insert(self, db, values: list) -> None:
         db.execute(self.insert_sql, self.convert(values))
 
-    def insert_many(self, db, rows) -> None:
-        db.executemany(self.insert_sql, (self.convert(values) for values in rows))
+    def batched(self, change: Change) -> tuple[str, list] | None:
+        """The change as one row of a statement run for many (`executemany`), when it can be: an insert, an
+        update that keeps the key and sends every value, a delete by key. None: apply it alone."""
+        if change.kind == "insert" or (change.kind == "update" and change.old is None and self.key):
+            new = self.values(change.new)
+            if UNCHANGED in new:
+                return None
+            return ("upsert" if self.key else "insert"), self.convert(new)
+        if change.kind == "delete" and self.key:
+            return "delete", self._where(self.values(change.old))[1]
+        return None
+
+    def run(self, db, kind: str, rows: list) -> None:
+        db.executemany(self._statements[kind], rows)
+
+    @cached_property
+    def _statements(self) -> dict[str, str]:
+        names = [c.name for c in self.columns]
+        assignments = ", ".join(f"{quote(n)} = excluded.{quote(n)}" for n in names if n not in self.key)
+        conflict = f"DO UPDATE SET {assignments}" if assignments else "DO NOTHING"
+        return {"insert": self.insert_sql,
+                # an update is an upsert: a row that is not there (which cannot be) is written all the same
+                "upsert": f"{self.insert_sql} ON CONFLICT ({', '.join(map(quote, self.key))}) {conflict}",
+                "delete": f"DELETE FROM {self.table} WHERE " + " AND ".join(f"{quote(k)} = ?" for k in self.key)}
 
     def _where(self, old: list) -> tuple[str, list]:
         if self.key:
@@ -173,6 +197,7 @@ class PostgresIngestion:
         import psycopg
 
         store = TableStore(self.catalog.data_dir)
+        store.db.execute(f"PRAGMA cache_size = -{STORE_CACHE_KIB}")  # changes land on keys all over a table
         try:
             self._follow(store, on_running)
         except psycopg.OperationalError as exc:  # the server went away, restarted or cut the connection
@@ -325,32 +350,34 @@ class PostgresIngestion:
         return len(fresh)
 
     def _apply(self, db, transaction: Transaction) -> None:
-        inserts: list = []  # consecutive inserts into one subsource go in one executemany
-        into = None
+        """In order; consecutive changes of one kind to one subsource run as one statement for many rows."""
+        run: list = []
+        runs = None  # (subsource, kind) of `run`
         for change in transaction.changes:
-            if change.kind == "insert":
-                sub = self._target(change.relation, transaction)
-                if sub is not into and inserts:
-                    into.insert_many(db, inserts)
-                    inserts = []
-                into = sub
-                if sub is not None:
-                    inserts.append(sub.values(change.new))
-                continue
-            if inserts:
-                into.insert_many(db, inserts)
-                inserts = []
             if change.kind == "truncate":
                 for oid in change.relations:
                     sub = self._target(oid, transaction)
                     if sub is not None:
+                        if run:
+                            runs[0].run(db, runs[1], run)
+                            run = []
                         sub.truncate(db)
                 continue
             sub = self._target(change.relation, transaction)
-            if sub is not None:
+            if sub is None:
+                continue
+            batched = sub.batched(change)
+            if batched is None or (sub, batched[0]) != runs:
+                if run:
+                    runs[0].run(db, runs[1], run)
+                    run = []
+                runs = (sub, batched[0]) if batched is not None else None
+            if batched is None:
                 self._apply_row(db, sub, change)
-        if inserts:
-            into.insert_many(db, inserts)
+            else:
+                run.append(batched[1])
+        if run:
+            runs[0].run(db, runs[1], run)
 
     def _target(self, oid: int, transaction: Transaction) -> _Subsource | None:
         relation = self.decoder.relations[oid]
