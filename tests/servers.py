@@ -237,8 +237,11 @@ class Postgres:
 
     SUPERUSER_PASSWORD = "pg-super-pw"
 
-    def __init__(self, **settings):
+    def __init__(self, hba: tuple[str, ...] = (), **settings):
+        """`hba`: pg_hba.conf lines that come before the default ones; `settings`: postgresql.conf settings."""
         self.port = free_port()
+        self.hba = hba
+        self.files: dict[str, bytes] = {}  # written into the data directory (the server's own, mode 0600)
         self.settings = {"wal_level": "logical", "max_replication_slots": 10, "max_wal_senders": 10,
                          "fsync": "off", "synchronous_commit": "off", **settings}
         self.directory = Path(tempfile.mkdtemp(prefix="icesink-pg-"))
@@ -257,6 +260,15 @@ class Postgres:
             shutil.chown(password_file, self.user)
         self._run("initdb", "-D", str(self.directory / "data"), "-U", "postgres", "--auth-local=trust",
                   "--auth-host=scram-sha-256", f"--pwfile={password_file}", "-E", "UTF8", "--locale=C.UTF-8")
+        for name, content in self.files.items():
+            path = self.directory / "data" / name
+            path.write_bytes(content)
+            path.chmod(0o600)
+            if self.user:
+                shutil.chown(path, self.user)
+        if self.hba:
+            hba = self.directory / "data" / "pg_hba.conf"
+            hba.write_text("\n".join(self.hba) + "\n" + hba.read_text())
         atexit.register(self.stop)
         return self.resume()
 

@@ -98,7 +98,8 @@ class PostgresConnector(Connector):
         # libpq: 'connection failed: connection to server at "h", port p failed: FATAL:  cause\n\thint'
         text = first_line(exc).rsplit(" failed: ", 1)[-1].removeprefix("FATAL:").strip()
         lowered = text.lower()
-        if any(s in lowered for s in ("authentication failed", "no password supplied", "no pg_hba.conf entry")):
+        if any(s in lowered for s in ("authentication failed", "no password supplied", "no pg_hba.conf entry",
+                                               "pg_hba.conf rejects")):
             cause = f"the server refused the login of user '{self.user}': {text}"
         elif "database" in lowered and "does not exist" in lowered:
             cause = f"the database '{self.database}' does not exist"

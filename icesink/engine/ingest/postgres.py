@@ -30,6 +30,7 @@ log = logging.getLogger("icesink.ingest")
 CHANGES_PER_PEEK = 50_000  # Postgres finishes the transaction in progress: the batch may be larger
 IDLE_SECONDS = 0.2
 STORE_CACHE_KIB = 128 << 10
+STORE_WAIT_SECONDS = 600
 DROP_SLOT = "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s"
 SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"  # values in the form engine tables take
 
@@ -198,6 +199,8 @@ class PostgresIngestion:
 
         store = TableStore(self.catalog.data_dir)
         store.db.execute(f"PRAGMA cache_size = -{STORE_CACHE_KIB}")  # changes land on keys all over a table
+        # a sink compacting a long change log holds the store for a while: the upstream keeps the changes meanwhile
+        store.db.execute(f"PRAGMA busy_timeout = {STORE_WAIT_SECONDS * 1000}")
         try:
             self._follow(store, on_running)
         except psycopg.OperationalError as exc:  # the server went away, restarted or cut the connection
