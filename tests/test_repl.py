@@ -81,3 +81,24 @@ def test_an_unforeseen_error_is_one_line_and_the_shell_goes_on(drive, session, m
     assert code == 0 and "(0 rows)" in out
     assert err.strip().splitlines() == ["internal error: KeyError: '<REDACTED>' (ICESINK_LOG=DEBUG shows where it "
                                         "happened)"]
+
+
+def test_a_sources_initial_copy_shows_a_progress_bar_below_the_prompt_while_it_runs(session):
+    from tests.runtime import wait_for
+
+    session.execute("CREATE SOURCE counter FROM LOAD GENERATOR COUNTER")
+    source_id = session.catalog.get("counter").id
+    session.catalog.add_statistics(source_id, snapshot_records_known=1_000_000, snapshot_records_staged=250_000)
+    with create_pipe_input() as pipe:
+        repl = Repl(session, input=pipe, output=DummyOutput(), console=make_console(io.StringIO()))
+        shell = threading.Thread(target=repl.run)
+        shell.start()
+        try:
+            assert wait_for(lambda: repl.prompt.bottom_toolbar, timeout=10, what="the bar") == (
+                "source counter: copying [#######.......................] 250,000 of 1,000,000 rows (25%)")
+            session.catalog.add_statistics(source_id, snapshot_records_staged=1_000_000)  # the copy is done
+            wait_for(lambda: repl.prompt.bottom_toolbar is None, timeout=10, what="the bar to go")
+        finally:
+            pipe.send_text("\\q\r")
+            shell.join(timeout=10)
+    assert not shell.is_alive()

@@ -1,6 +1,7 @@
 """The interactive shell: multi-line input until ';', history, completion, highlighting."""
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from prompt_toolkit import PromptSession
@@ -11,14 +12,17 @@ from prompt_toolkit.lexers import PygmentsLexer
 from pygments.lexers.sql import PostgresLexer
 
 from ..catalog.schema import VIEWS
+from ..catalog.store import Catalog
 from ..catalog.private import private_file
 from ..grammar.lexical import is_complete, keywords
 from ..grammar.masking import redact
 from ..grammar.parser import parses
 from ..session import Session
+from .progress import copy_progress
 from .render import make_console
 from .script import ScriptRunner
 
+PROGRESS_SECONDS = 0.5
 HELP = """\
 Type SQL statements ending with ';' (Enter inside a statement starts a new line).
   \\d        list objects            \\q   quit
@@ -91,6 +95,21 @@ class Repl:
             completer=SqlCompleter(session), lexer=PygmentsLexer(PostgresLexer), complete_while_typing=False,
             prompt_continuation=lambda width, line_number, wrap_count: "." * (width - 2) + "> ",
             input=input, output=output)
+        self._watching = threading.Event()
+
+    def _watch_copies(self) -> None:
+        """Keeps the bottom toolbar on a source's initial copy while one runs (shown only then), from a catalog
+        connection of its own: the prompt's thread owns the session's."""
+        catalog = Catalog(self.session.data_dir)
+        try:
+            while not self._watching.wait(PROGRESS_SECONDS):
+                shown = copy_progress(catalog)
+                if shown != self.prompt.bottom_toolbar:
+                    self.prompt.bottom_toolbar = shown
+                    if self.prompt.app.is_running:
+                        self.prompt.app.invalidate()
+        finally:
+            catalog.close()
 
     @staticmethod
     def _message():
@@ -98,6 +117,13 @@ class Repl:
 
     def run(self) -> int:
         self.console.print("icesink: type \\? for help, \\q to quit.")
+        threading.Thread(target=self._watch_copies, name="icesink-copy-progress", daemon=True).start()
+        try:
+            return self._loop()
+        finally:
+            self._watching.set()
+
+    def _loop(self) -> int:
         while True:
             try:
                 text = self.prompt.prompt()
