@@ -245,6 +245,34 @@ def test_the_source_survives_postgres_restarting(session, scheduler, upstream):
     wait_for(lambda: source_status(session) == ("running", None), timeout=60, what="the source to run again")
 
 
+def test_wrong_credentials_or_a_missing_publication_at_run_time_stall_the_source_with_the_cause(
+        session, scheduler, upstream):
+    session.execute(SETUP.format(password=PASSWORD, port=upstream.port))
+    in_sync(session, upstream)
+    with upstream.admin() as admin:
+        admin.execute("ALTER ROLE repl PASSWORD 'rotated-pw'")
+    upstream.halt()  # the source connects again, with the old password
+    upstream.resume()
+    _, error = wait_for(lambda: "refused the login" in (source_status(session)[1] or "") and source_status(session),
+                        timeout=60, what="the login to be refused")
+    assert error.startswith("Postgres connection 'pg': the server refused the login of user 'repl'"), error
+    assert source_status(session)[0] == "stalled"
+    session.execute("ALTER SECRET pg_pass AS 'rotated-pw'")
+    with upstream.admin("shop") as admin:
+        admin.execute("INSERT INTO orders VALUES (1, 1, 'after the new password')")
+    in_sync(session, upstream)
+    wait_for(lambda: source_status(session) == ("running", None), timeout=60, what="the source to run again")
+
+    with upstream.admin("shop") as admin:
+        admin.execute("DROP PUBLICATION icesink")
+        admin.execute("INSERT INTO orders VALUES (2, 2, 'unpublished')")
+    status, error = wait_for(lambda: source_status(session)[0] == "stalled" and source_status(session), timeout=60,
+                             what="the source to stall")
+    assert error.startswith("Postgres connection 'pg': publication 'icesink' does not exist upstream, or did not "
+                            "when the next change was made"), error
+    assert "CREATE PUBLICATION icesink" in error and "recreate the source" in error
+
+
 def test_a_slot_dropped_upstream_fails_the_source_with_what_to_do(session, scheduler, upstream):
     session.execute(SETUP.format(password=PASSWORD, port=upstream.port))
     wait_for(lambda: source_status(session)[0] == "running", timeout=60, what="the source to run")

@@ -320,6 +320,13 @@ class PostgresIngestion:
                 "'publication_names', %s)",
                 (self.slot, CHANGES_PER_PEEK, '"' + self.descriptor.publication.replace('"', '""') + '"')).fetchall()
         except (psycopg.errors.UndefinedObject, psycopg.errors.ObjectNotInPrerequisiteState) as exc:
+            if "publication" in first_line(exc):  # the same SQLSTATE as a missing slot, but the slot is there
+                publication = self.descriptor.publication
+                raise self.connector.invalid(
+                    f"publication '{publication}' does not exist upstream, or did not when the next change was made "
+                    f"({first_line(exc)}): CREATE PUBLICATION {publication} FOR TABLE … again; if changes were made "
+                    "while it was missing, Postgres cannot decode them for this slot: recreate the source "
+                    "(DROP SOURCE … CASCADE, then CREATE SOURCE)") from None
             raise SlotLost(f"source '{self.source.name}': its replication slot {self.slot} can no longer be read "
                            f"({first_line(exc)}): the changes since icesink last read it are lost; "
                            "recreate the source (DROP SOURCE … CASCADE, then CREATE SOURCE)") from None
