@@ -273,6 +273,25 @@ def test_wrong_credentials_or_a_missing_publication_at_run_time_stall_the_source
     assert "CREATE PUBLICATION icesink" in error and "recreate the source" in error
 
 
+def test_dropping_a_source_during_its_copy_abandons_it_and_leaves_no_slot_upstream(session, scheduler, upstream):
+    with upstream.admin("shop") as admin:
+        admin.execute("INSERT INTO orders SELECT n, n, 'n' FROM generate_series(1, 3000000) n")  # a copy of 15 s+
+    session.execute(SETUP.format(password=PASSWORD, port=upstream.port))
+
+    def copying():
+        found = rows(session, "SELECT snapshot_records_staged, snapshot_records_known FROM "
+                              "mz_internal.mz_source_statistics st JOIN mz_sources s ON s.id = st.id "
+                              "WHERE s.name = 'shop'")
+        return found and 0 < found[0][0] < found[0][1]
+    wait_for(copying, timeout=60, what="the copy to be under way")
+    started = time.time()
+    result = session.execute("DROP SOURCE shop CASCADE")[-1]
+    assert time.time() - started < 8  # the copy is abandoned, not waited for
+    assert not [n for n in result.notices if "slot" in n], result.notices
+    with upstream.admin() as admin:
+        assert admin.execute("SELECT slot_name FROM pg_replication_slots").fetchall() == []
+
+
 def test_a_slot_dropped_upstream_fails_the_source_with_what_to_do(session, scheduler, upstream):
     session.execute(SETUP.format(password=PASSWORD, port=upstream.port))
     wait_for(lambda: source_status(session)[0] == "running", timeout=60, what="the source to run")

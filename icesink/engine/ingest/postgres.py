@@ -35,6 +35,11 @@ DROP_SLOT = "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slot
 SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"  # values in the form engine tables take
 
 
+class Stopped(Exception):
+    """The replication was asked to stop (shutdown, or its source was dropped) in the middle of a copy, which is
+    abandoned: its transaction rolls back and its slot is free to drop."""
+
+
 class SlotLost(NeedsAction):
     """The source's replication slot is gone upstream: the changes since icesink last read it are lost."""
 
@@ -300,6 +305,8 @@ class PostgresIngestion:
             def counted():
                 nonlocal count
                 for rows in copied_rows(copy, sub.columns):
+                    if self.stopping.is_set():
+                        raise Stopped(f"source '{self.source.name}': stopped during the copy of {schema}.{name}")
                     yield rows
                     count += len(rows)
                     self._count(snapshot_records_staged=self._staged + count)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ...errors import first_line
 from ..failures import cause_of, needs_action
 from ..tables import TableStore
-from .postgres import PostgresIngestion, replicated_relations
+from .postgres import PostgresIngestion, Stopped, replicated_relations
 from .schema import SchemaChanged, follow
 
 log = logging.getLogger("icesink.ingest")
@@ -86,7 +86,7 @@ class Ingestions:
 
     def _stopped(self, source, state: _Replication) -> None:
         exc = state.error
-        if exc is None:
+        if exc is None or isinstance(exc, Stopped):  # started again on the next tick, if its source is still there
             return
         if isinstance(exc, SchemaChanged):  # followed, then replicated on from where it stopped
             store = TableStore(self.catalog.data_dir)
