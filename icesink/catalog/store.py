@@ -235,9 +235,14 @@ class Catalog:
         return row[0]
 
     def last_status(self, object_id: str) -> Optional[str]:
-        row = self.db.execute("SELECT status FROM status_history WHERE object_id = ? ORDER BY rowid DESC LIMIT 1",
-                              (object_id,)).fetchone()
-        return row[0] if row else None
+        report = self.last_report(object_id)
+        return report[0] if report else None
+
+    def last_report(self, object_id: str) -> Optional[tuple[str, Optional[str]]]:
+        """The object's last status and its error."""
+        row = self.db.execute("SELECT status, error FROM status_history WHERE object_id = ? ORDER BY rowid DESC "
+                              "LIMIT 1", (object_id,)).fetchone()
+        return tuple(row) if row else None
 
     def setting(self, name: str) -> Optional[str]:
         row = self.db.execute("SELECT value FROM settings WHERE name = ?", (name,)).fetchone()

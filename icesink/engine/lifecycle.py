@@ -1,6 +1,7 @@
 """The one owner of a sink's status. Materialize's statuses, in the order a sink meets them:
 
-    starting → running ⇄ stalled      a runner took the sink over; batches commit, or fail and are retried
+    starting → running ⇄ stalled      a runner took the sink over; batches commit, or fail and are retried (or
+                                       its source stalls or fails, and nothing new reaches it)
              → failed                  a failure that needs the user's action (failures.NeedsAction): not retried
              → paused                  the runner stopped; the next one resumes from the committed progress
     dropped                            DROP SINK (recorded by the executor through `dropped`)
@@ -36,6 +37,10 @@ class SinkLifecycle:
 
     def stalled(self, cause: str, retry_in: int, attempt: int) -> None:
         self._record("stalled", cause, {"hints": [f"retrying in {retry_in}s"], "attempt": attempt})
+
+    def waiting(self, cause: str) -> None:
+        """Its input's source cannot be read (`cause` says why): nothing new reaches the sink until it can."""
+        self._record("stalled", cause, {"hints": ["the sink goes on by itself once its source runs again"]})
 
     def failed(self, failure: BaseException) -> bool:
         """Records the failure, once; False when it was recorded already."""

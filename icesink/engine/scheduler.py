@@ -38,6 +38,7 @@ class _Slot:
     retry_at: float = 0.0
     failed: bool = False
     fencing_checked_at: float = 0.0
+    source_trouble: str | None = None  # why its input's source cannot be read, as the sink's status says
 
 
 class Scheduler:
@@ -123,6 +124,27 @@ class Scheduler:
                     continue
             if slot.runner is None and time.time() >= slot.retry_at:
                 self._start(slot, sink)
+            if slot.runner is not None and slot.runner.query is not None:
+                self._follow_source(slot, sink)
+
+    def _follow_source(self, slot: _Slot, sink) -> None:
+        """A sink whose input's source is stalled or failed says so, with the source's cause, and says `running`
+        again once the source does."""
+        relation = self.catalog.get_by_id(sink.descriptor.input_id)
+        source_id = getattr(relation.descriptor, "source_id", None) if relation is not None else None
+        source = self.catalog.get_by_id(source_id) if source_id else None
+        if source is None or source.type != "postgres":
+            return
+        report = self.catalog.last_report(source.id)
+        trouble = (f"source '{source.name}' is {report[0]}: {report[1]}"
+                   if report and report[0] in ("stalled", "failed") else None)
+        runner, last = slot.runner, self.catalog.last_report(sink.id)
+        if trouble is not None:
+            if last != ("stalled", trouble):  # also after a commit of what the source had already delivered
+                runner.lifecycle.waiting(trouble)
+        elif slot.source_trouble is not None and last == ("stalled", slot.source_trouble):
+            runner.lifecycle.running({"frontier": runner.frontier.to_json(), "version": runner.committer.version})
+        slot.source_trouble = trouble
 
     def _start(self, slot: _Slot, sink) -> None:
         runner = SinkRunner(self.catalog, sink, self.spark_factory(), self.secret)
