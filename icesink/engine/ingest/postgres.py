@@ -6,7 +6,10 @@ The first run creates the source's replication slot (pgoutput) with an exported 
 that snapshot, and records the slot's consistent point, all in one local transaction: no change is lost or doubled
 at the seam. Then it peeks the slot's changes a batch of whole transactions at a time, applies them to the local
 copy together with the LSN they end at, and only then advances the slot: the upstream keeps a change until icesink
-holds it durably, and a change applied before a crash is recognised by its LSN and skipped after it."""
+holds it durably, and a change applied before a crash is recognised by its LSN and skipped after it.
+
+A table created from the source later (CREATE TABLE … FROM SOURCE) is copied as of a snapshot of its own, and the
+changes its copy holds are skipped by LSN. An upstream table that changes its columns is followed (schema.py)."""
 from __future__ import annotations
 
 import logging
@@ -83,6 +86,7 @@ class _Subsource:
         self.relation: Relation | None = None  # the upstream's last description of the table (pgoutput 'R')
         self.copied_at = 0  # for a table copied after the source's first copy: the LSN its copy holds up to
         self.positions: list[int] = []  # upstream position of each local column, from `relation`
+        self.missing: list = []  # what each upstream column holds in rows written before it was added
         self.insert_sql = (f"INSERT INTO {self.table} ({', '.join(quote(c.name) for c in self.columns)}) VALUES "
                            f"({', '.join('?' * len(self.columns))})")
         self._updates: dict[tuple, str] = {}  # by which columns an update sets, and its condition
