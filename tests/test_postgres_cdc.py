@@ -48,6 +48,7 @@ def upstream(postgres):
     yield postgres
     with postgres.admin() as admin:
         admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE NOT active")
+        admin.execute(f"ALTER ROLE repl PASSWORD '{PASSWORD}'")  # a test may rotate it
 
 
 def upstream_rows(postgres, table="orders", columns="id, amount, note"):
