@@ -130,10 +130,8 @@ class Scheduler:
     def _follow_source(self, slot: _Slot, sink) -> None:
         """A sink whose input's source is stalled or failed says so, with the source's cause, and says `running`
         again once the source does."""
-        relation = self.catalog.get_by_id(sink.descriptor.input_id)
-        source_id = getattr(relation.descriptor, "source_id", None) if relation is not None else None
-        source = self.catalog.get_by_id(source_id) if source_id else None
-        if source is None or source.type != "postgres":
+        source = slot.runner.input.origin  # known since the runner started: no catalog read per tick
+        if source.kind != "source" or source.type != "postgres":
             return
         report = self.catalog.last_report(source.id)
         trouble = (f"source '{source.name}' is {report[0]}: {report[1]}"

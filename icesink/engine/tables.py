@@ -22,6 +22,7 @@ from ..model.types import Column, base_type
 from .values import InvalidValue, column_input, input_function
 
 TABLES_FILE = "tables.db"
+NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"  # a change's time, as logged
 COMPACT_AT_LEAST = 100  # log entries: fewer are not worth a compaction
 
 _AFFINITY = {
@@ -104,8 +105,7 @@ class TableStore:
         table = quote(storage_name(table_id))
         new = "json_array(" + ", ".join(f"NEW.{quote(c.name)}" for c in columns) + ")"
         old = "json_array(" + ", ".join(f"OLD.{quote(c.name)}" for c in columns) + ")"
-        now = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
-        log = f"INSERT INTO changes (table_id, diff, ts, row) VALUES ('{table_id}', {{diff}}, {now}, {{row}});"
+        log = f"INSERT INTO changes (table_id, diff, ts, row) VALUES ('{table_id}', {{diff}}, {NOW_MS}, {{row}});"
         for event, body in (("INSERT", log.format(diff=1, row=new)), ("DELETE", log.format(diff=-1, row=old)),
                             ("UPDATE", log.format(diff=-1, row=old) + log.format(diff=1, row=new))):
             trigger = quote(f'log_{table_id}_{event.lower()}')
@@ -125,8 +125,7 @@ class TableStore:
         for rows in batches:
             self.db.executemany(insert, rows)
             loaded += len(rows)
-        now = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
-        self.db.execute(f"INSERT INTO changes (table_id, diff, ts, row) SELECT ?, 1, {now}, json_array("
+        self.db.execute(f"INSERT INTO changes (table_id, diff, ts, row) SELECT ?, 1, {NOW_MS}, json_array("
                         f"{', '.join(quote(c.name) for c in columns)}) FROM {table}", (table_id,))
         self._log_triggers(table_id, columns)
         return loaded

@@ -227,11 +227,10 @@ class PostgresIngestion:
         else:
             self.lsn = row[0]
             self._copy_added(store)
-        for object_id, lsn in store.db.execute("SELECT object_id, copied_lsn FROM source_tables WHERE source_id = ?",
-                                               (self.source.id,)):
-            for sub in self.subsources.values():
-                if sub.obj.id == object_id:
-                    sub.copied_at = lsn or 0
+        copied = dict(store.db.execute("SELECT object_id, copied_lsn FROM source_tables WHERE source_id = ?",
+                                       (self.source.id,)))
+        for sub in self.subsources.values():
+            sub.copied_at = copied.get(sub.obj.id) or 0
         with self.connector.connect(options=SESSION) as upstream:
             self.upstream, self.types = upstream, UpstreamTypes(upstream)
             announced = False

@@ -68,6 +68,14 @@ def partition_spec(sink: SinkDescriptor, schema: Schema) -> PartitionSpec:
     return PartitionSpec(*fields)
 
 
+def _differences(table, want: dict[str, str]):
+    """The table's columns (name to type), then the sink's columns it lacks, those of another type, and its required
+    columns the sink does not write."""
+    have = _describe(table.schema())
+    return (have, [n for n in want if n not in have], [n for n, t in want.items() if n in have and have[n] != t],
+            [f.name for f in table.schema().fields if f.name not in want and f.required])
+
+
 def _its_own(table, sink_id: str) -> bool:
     """Whether only this sink has written the table (or nothing has): then its schema is the sink's to evolve."""
     return table.current_snapshot() is None or latest_progress(table, sink_id) is not None
@@ -116,15 +124,10 @@ def ensure_table(catalog, sink: SinkDescriptor, sink_id: str):
                                         properties={**TABLE_PROPERTIES, **NO_LIBRARY_RETRIES})
         except TableAlreadyExistsError:  # created concurrently: check it like any existing table
             table = catalog.load_table(sink.identifier)
-    have, want = _describe(table.schema()), _describe(wanted)
-    missing = [n for n in want if n not in have]
-    different = [n for n, t in want.items() if n in have and have[n] != t]
-    extra = [n for n, f in zip(have, table.schema().fields) if n not in want and f.required]
+    want = _describe(wanted)
+    have, missing, different, extra = _differences(table, want)
     if (missing or different) and not extra and _its_own(table, sink_id):
-        table = _evolve(table, wanted, missing, different)
-        have = _describe(table.schema())
-        missing = [n for n in want if n not in have]
-        different = [n for n, t in want.items() if n in have and have[n] != t]
+        have, missing, different, extra = _differences(_evolve(table, wanted, missing, different), want)
     if missing or different or extra:
         parts = ([f"missing columns: {', '.join(f'{n} {want[n]}' for n in missing)}"] if missing else []) + [
             f"{n} is {have[n]}, the sink writes {want[n]}" for n in different] + (
