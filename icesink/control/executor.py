@@ -17,7 +17,7 @@ from .copy_from import CopyError, read_rows
 from .postgres_source import resolve_subsources, resolve_table
 from .plans import (CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan, InsertRowsPlan, NoticePlan, QueryPlan,
                             SetSecretPlan, SetVariablePlan, UpdatePlan, ValidatePlan, WritePlan)
-from ..engine.ingest.postgres import copy_later, drop_slot, forget, slot_name
+from ..engine.ingest.postgres import copy_later, drop_slot, forget, replicated_relations, slot_name
 from ..engine.lifecycle import dropped
 from ..engine.tables import RowRefused, TableStore, is_engine_table
 from ..engine.values import InvalidValue
@@ -61,8 +61,8 @@ class Executor:
                                                    self.catalog), lambda name: self.catalog.get(name) is not None)
         replicated_from = self._replicating_source(plan)
         if replicated_from is not None:
-            replicated = {o.descriptor.upstream: o.name for o in self.catalog.dependents(replicated_from.id)
-                          if o.kind in ("subsource", "table")}
+            replicated = {o.descriptor.upstream: o.name for o in replicated_relations(self.catalog,
+                                                                                     replicated_from.id)}
             resolve_table(plan, replicated_from, connector_for(self.catalog.get_by_id(
                 replicated_from.connection_id), self.secret_value, self.catalog), replicated)
         try:
