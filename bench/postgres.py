@@ -2,10 +2,10 @@
 
     .venv/bin/python bench/postgres.py --rows 1000000 --seconds 60 [--interval 5s]
 
-Prints, in one run: the raw `COPY … TO STDOUT` speed of a --rows, 4-column table; the initial copy into icesink's
-store and to the Iceberg table (rows/s); sustained change events/s end to end (mixed inserts, updates and deletes
-on random keys over the whole key space, committed upstream as fast as two clients can, until Iceberg holds the
-last one); p50/p95 freshness (an upstream commit -> visible in Iceberg), and peak memory of icesink's processes
+Prints, in one run: the raw `COPY … TO STDOUT` speed of a --rows, 4-column table; the initial copy (rows/s) to
+Parquet files, to the Iceberg table, and into icesink's store, after which changes are followed; sustained change
+events/s end to end (mixed inserts, updates and deletes on random keys over the whole key space, committed upstream
+as fast as two clients can, until Iceberg holds the last one); p50/p95 freshness (an upstream commit -> visible in Iceberg), and peak memory of icesink's processes
 (driver and Spark). A figure, not a test.
 """
 from __future__ import annotations
@@ -163,16 +163,24 @@ def main() -> None:
     scheduler = Scheduler(data_dir, session.executor.secret_value, lambda: spark)
     started = time.time()
     scheduler.start()
-    while staged() < args.rows + 1:
+    def running() -> bool:
+        return session.execute("SELECT st.status FROM mz_sources s JOIN mz_internal.mz_source_statuses st "
+                               "ON s.id = st.id WHERE s.name = 'src'")[0].rows == [("running",)]
+
+    copied_at = visible_at = running_at = None
+    while None in (copied_at, visible_at, running_at):
+        now = time.time()
+        copied_at = copied_at or (now if staged() >= args.rows + 1 else None)
+        visible_at = visible_at or (now if committed_rows() >= args.rows + 1 else None)
+        running_at = running_at or (now if running() else None)
         time.sleep(0.2)
-    copied_at = time.time()
-    while committed_rows() < args.rows + 1:
-        time.sleep(0.2)
-    visible_at = time.time()
-    print(f"initial copy into icesink's store: {(args.rows + 1) / (copied_at - started):,.0f} rows/s "
-          f"({copied_at - started:.1f}s, {100 * (args.rows + 1) / (copied_at - started) / raw:.0f}% of raw COPY); "
-          f"to the Iceberg table: {(args.rows + 1) / (visible_at - started):,.0f} rows/s "
-          f"({visible_at - started:.1f}s)", flush=True)
+
+    def rate(at: float) -> str:
+        return f"{(args.rows + 1) / (at - started):,.0f} rows/s ({at - started:.1f}s, " \
+               f"{100 * (args.rows + 1) / (at - started) / raw:.0f}% of raw COPY)"
+    print(f"initial copy to Parquet files: {rate(copied_at)}; all rows visible in the Iceberg table: "
+          f"{rate(visible_at)}; rows in icesink's store, changes followed from then on: {rate(running_at)}",
+          flush=True)
 
     markers: list[float] = []  # the marker row's values, each a commit time upstream
 

@@ -363,7 +363,11 @@ def test_a_change_iceberg_cannot_follow_stalls_the_source_with_what_to_do(sessio
     assert in_sync(session, upstream, columns="id, amount") == [(1, 1)]
 
 
-def test_a_table_created_from_the_running_source_is_copied_then_replicated(session, scheduler, upstream):
+def test_a_table_created_from_the_running_source_is_copied_then_replicated(session, scheduler, upstream,
+                                                                         monkeypatch):
+    # copied by Spark's executors in ctid ranges, as a large table is, while the writer below changes it
+    monkeypatch.setattr("icesink.engine.ingest.postgres.PARALLEL_PAGES", 1)
+    monkeypatch.setattr("icesink.engine.ingest.postgres.PAGES_PER_TASK", 4)
     with upstream.admin("shop") as admin:
         admin.execute("INSERT INTO orders SELECT n, n, 'before' FROM generate_series(1, 2000) n")
     session.execute(SETUP.format(password=PASSWORD, port=upstream.port).split("CREATE SOURCE")[0] +
@@ -394,6 +398,8 @@ def test_a_table_created_from_the_running_source_is_copied_then_replicated(sessi
         writer.join()
     assert len(written) > 100
     assert len(in_sync(session, upstream)) == 2000 + len(written)
+    table_id = rows(session, "SELECT id FROM mz_tables WHERE name = 'orders'")[0][0]
+    assert len(list((session.data_dir / "bases" / table_id).glob("*.parquet"))) > 2  # one file per range
     assert {s for (s,) in rows(session, "SELECT status FROM mz_internal.mz_source_status_history")} == {
         "starting", "running"}  # never stalled
     assert rows(session, "SHOW COLUMNS FROM orders") == [("id", 0, "bigint"), ("amount", 0, "numeric(10,2)"),

@@ -61,7 +61,7 @@ class Scheduler:
         self._lock_file.write(str(os.getpid()))
         self._lock_file.flush()
         self.catalog = Catalog(self.data_dir)
-        self.ingestions = Ingestions(self.catalog, secret, BACKOFF_SECONDS)
+        self.ingestions = Ingestions(self.catalog, secret, spark_factory, BACKOFF_SECONDS)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="icesink-scheduler", daemon=True)

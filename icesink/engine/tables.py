@@ -7,13 +7,18 @@ Readers acknowledge the offset their sink committed. Below the lowest acknowledg
 (its floor) the log is compacted: a row inserted and later deleted leaves no entry, so what stays is each
 live row's insertion, a consistent snapshot for a sink created later, and the log stays the size of the
 table plus its unacknowledged tail.
+
+A table a source copied (a Postgres subsource) starts with a *base*: the copy's Parquet files, read by sinks as
+insertions at a range of offsets reserved for them, so millions of copied rows need no log entry each.
 """
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
 import json
+import shutil
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..catalog.sqlite import connect_wal, database_errors, raised_in_function, sql_function, sqlite_message
@@ -22,6 +27,7 @@ from ..model.types import Column, base_type
 from .values import InvalidValue, column_input, input_function
 
 TABLES_FILE = "tables.db"
+BASES_DIR = "bases"
 NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"  # a change's time, as logged
 COMPACT_AT_LEAST = 100  # log entries: fewer are not worth a compaction
 
@@ -36,6 +42,11 @@ def is_engine_table(obj) -> bool:
     """Whether a catalog object (or a plan to create one) is a table whose rows icesink keeps itself, as opposed to
     one a source feeds."""
     return obj.kind == "table" and obj.descriptor.is_engine_table
+
+
+def base_dir(data_dir: Path, table_id: str) -> Path:
+    """Where copies of a table are written (see TableStore.add_base)."""
+    return Path(data_dir).resolve() / BASES_DIR / table_id
 
 
 def storage_name(table_id: str) -> str:
@@ -72,9 +83,25 @@ def _affinity(type_name: str) -> str:
     return _AFFINITY.get(base_type(type_name), "TEXT")
 
 
+@dataclass(frozen=True)
+class Base:
+    """A copy of a table as Parquet files (absolute paths, and their rows), read by sinks as its insertions at
+    offsets (after, upto] of ts; `loaded` of its rows are in the table itself so far."""
+    after: int
+    upto: int
+    ts: int
+    files: tuple[tuple[str, int], ...]
+    loaded: int
+
+    @property
+    def rows(self) -> int:
+        return self.upto - self.after
+
+
 class TableStore:
     def __init__(self, data_dir: Path):
-        path = Path(data_dir) / TABLES_FILE
+        self.data_dir = Path(data_dir).resolve()
+        path = self.data_dir / TABLES_FILE
         with database_errors(path, "engine tables"):
             self.db = connect_wal(path)
             self.db.create_function("icesink_in", 3, sql_function(column_input), deterministic=True)
@@ -87,6 +114,8 @@ class TableStore:
                             " offset INTEGER NOT NULL, PRIMARY KEY (reader, table_id))")
             self.db.execute("CREATE TABLE IF NOT EXISTS log_floor (table_id TEXT PRIMARY KEY, offset INTEGER NOT NULL,"
                             " kept INTEGER NOT NULL)")  # kept: entries up to offset that the last compaction left
+            self.db.execute("CREATE TABLE IF NOT EXISTS bases (table_id TEXT PRIMARY KEY, after INTEGER NOT NULL,"
+                            " upto INTEGER NOT NULL, ts INTEGER NOT NULL, files TEXT NOT NULL, loaded INTEGER NOT NULL)")
 
     def close(self) -> None:
         self.db.close()
@@ -112,23 +141,44 @@ class TableStore:
             self.db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
             self.db.execute(f"CREATE TRIGGER {trigger} AFTER {event} ON {table} BEGIN {body} END")
 
-    def load(self, table_id: str, columns, batches) -> int:
-        """Fills an empty table with `batches` (lists of rows) and logs each row's insertion, as the triggers
-        would, in one statement at the end: a copy of millions of rows pays no trigger per row. Runs inside the
-        caller's transaction; returns the rows loaded."""
+    def add_base(self, table_id: str, files: list[tuple[str, int]]) -> None:
+        """Records a copy of the table, Parquet `files` (paths under base_dir(), and their rows), as
+        its changes at the next offsets, one insertion per row, without a log entry each. Runs inside the caller's
+        transaction; the rows go into the table itself with load_base."""
+        rows = sum(count for _, count in files)
+        if not rows:
+            return
+        found = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'changes'").fetchone()
+        after = found[0] if found else 0
+        if found:
+            self.db.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'changes'", (after + rows,))
+        else:
+            self.db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('changes', ?)", (after + rows,))
+        self.db.execute(f"INSERT INTO bases VALUES (?, ?, ?, {NOW_MS}, ?, 0)",
+                        (table_id, after, after + rows,
+                         json.dumps([(str(Path(path).relative_to(self.data_dir)), count) for path, count in files])))
+
+    def base(self, table_id: str) -> Base | None:
+        row = self.db.execute("SELECT after, upto, ts, files, loaded FROM bases WHERE table_id = ?",
+                              (table_id,)).fetchone()
+        if row is None:
+            return None
+        after, upto, ts, files, loaded = row
+        return Base(after, upto, ts, tuple((str(self.data_dir / path), count) for path, count in json.loads(files)),
+                    loaded)
+
+    def load_base(self, table_id: str, columns, rows: list, loaded: int) -> None:
+        """Puts rows of the table's base into the table, `loaded` of them so far with these, in one transaction;
+        their insertions are the base's offsets, so the log's triggers are off until all are in."""
         table = quote(storage_name(table_id))
-        for event in ("insert", "delete", "update"):
-            self.db.execute(f"DROP TRIGGER IF EXISTS {quote(f'log_{table_id}_{event}')}")
-        insert = (f"INSERT INTO {table} ({', '.join(quote(c.name) for c in columns)}) VALUES "
-                  f"({', '.join('?' * len(columns))})")
-        loaded = 0
-        for rows in batches:
-            self.db.executemany(insert, rows)
-            loaded += len(rows)
-        self.db.execute(f"INSERT INTO changes (table_id, diff, ts, row) SELECT ?, 1, {NOW_MS}, json_array("
-                        f"{', '.join(quote(c.name) for c in columns)}) FROM {table}", (table_id,))
-        self._log_triggers(table_id, columns)
-        return loaded
+        with self.transaction():
+            for event in ("insert", "delete", "update"):
+                self.db.execute(f"DROP TRIGGER IF EXISTS {quote(f'log_{table_id}_{event}')}")
+            self.db.executemany(f"INSERT INTO {table} ({', '.join(quote(c.name) for c in columns)}) VALUES "
+                                f"({', '.join('?' * len(columns))})", rows)
+            self.db.execute("UPDATE bases SET loaded = ? WHERE table_id = ?", (loaded, table_id))
+            if loaded == self.base(table_id).rows:
+                self._log_triggers(table_id, columns)
 
     def evolve(self, table_id: str, columns: tuple[Column, ...], fills: dict[str, object]) -> None:
         """The table takes `columns`: the ones it lacks are added (nullable), then set to `fills[name]` in every
@@ -148,8 +198,9 @@ class TableStore:
     def drop(self, table_id: str) -> None:
         with self.transaction():
             self.db.execute(f"DROP TABLE IF EXISTS {quote(storage_name(table_id))}")
-            for table in ("changes", "acknowledged", "log_floor"):
+            for table in ("changes", "acknowledged", "log_floor", "bases"):
                 self.db.execute(f"DELETE FROM {table} WHERE table_id = ?", (table_id,))
+        shutil.rmtree(base_dir(self.data_dir, table_id), ignore_errors=True)
 
     def transaction(self):
         return _Transaction(self.db)
@@ -204,7 +255,8 @@ class TableStore:
 
     def latest_offset(self, table_id: str) -> int:
         row = self.db.execute("SELECT max(offset) FROM changes WHERE table_id = ?", (table_id,)).fetchone()
-        return row[0] or 0
+        base = self.base(table_id)
+        return max(row[0] or 0, base.upto if base else 0)
 
     def iter_changes(self, table_id: str, after: int, upto: int):
         """(offset, diff, ts, row values) with after < offset <= upto, in offset order."""

@@ -1,6 +1,8 @@
-"""The initial copy of an upstream table, read fast: `COPY … TO STDOUT (FORMAT csv)` parsed by Arrow's CSV reader a
-block at a time (memory stays bounded whatever the table's size), integers and text taken as they are, every other
-value through its input function, one column at a time."""
+"""The initial copy of an upstream table as Parquet files, the table's *base*: `COPY … TO STDOUT (FORMAT csv)` parsed
+by Arrow's CSV reader a block at a time and written as it comes (memory stays bounded whatever the table's size),
+integers as integers and every other value as Postgres printed it. Two readers take a base: the replication loads
+its rows into icesink's store (`stored_rows`), and sinks read them as the table's first changes (`spark_arrays`),
+without a change-log entry per row."""
 from __future__ import annotations
 
 import io
@@ -9,12 +11,17 @@ import re
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
 
-from ...model.types import Column
+from ...model.types import Column, decoder
 from ..values import PRINTED_TIMESTAMP, replicated_input
 
 BLOCK_BYTES = 8 << 20
+SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"  # values in the form engine tables take
 _INTEGERS = {"smallint", "integer", "bigint"}
+_ZONES = {"timestamp with time zone": "+00", "timestamp": ""}
+# stored values a sink writes as they are
+_AS_STORED = {"jsonb", "uuid", "interval", "time"}
 
 
 class _CopyStream(io.RawIOBase):
@@ -45,31 +52,97 @@ class _CopyStream(io.RawIOBase):
         return size
 
 
-def copied_rows(copy, columns: list[Column]):
-    """Lists of rows (tuples of stored values) from a COPY in CSV form of `columns`, one list per block. In
-    Postgres's CSV an unquoted empty field is NULL and a quoted one an empty string, as Arrow is told."""
-    names = [f"c{i}" for i in range(len(columns))]
-    types = {n: pa.int64() if c.type in _INTEGERS else pa.string() for n, c in zip(names, columns)}
+def base_schema(columns: list[Column]) -> pa.Schema:
+    return pa.schema([(c.name, pa.int64() if c.type in _INTEGERS else pa.string()) for c in columns])
+
+
+def write_base(copy, columns: list[Column], path: str, on_block=lambda rows: None) -> int:
+    """Writes a COPY in CSV form of `columns` to a Parquet file at `path` (none when the COPY is empty); returns
+    the rows written. In Postgres's CSV an unquoted empty field is NULL and a quoted one an empty string, as Arrow is
+    told. `on_block(rows)` is called after each block (and may raise to stop the copy)."""
+    schema = base_schema(columns)
     stream = _CopyStream(copy)
     if stream.empty():
-        return
+        return 0
     reader = pcsv.open_csv(
         io.BufferedReader(stream, 1 << 20),
-        read_options=pcsv.ReadOptions(column_names=names, block_size=BLOCK_BYTES),
+        read_options=pcsv.ReadOptions(column_names=schema.names, block_size=BLOCK_BYTES),
         parse_options=pcsv.ParseOptions(newlines_in_values=True),
-        convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=True,
+        convert_options=pcsv.ConvertOptions(column_types=schema, strings_can_be_null=True,
                                             quoted_strings_can_be_null=False, null_values=[""]))
-    converters = [_converter(c.type) for c in columns]
-    for batch in reader:
-        yield list(zip(*(convert(column) for column, convert in zip(batch.columns, converters))))
+    written = 0
+    with pq.ParquetWriter(path, schema) as writer:
+        for batch in reader:
+            writer.write_batch(batch)
+            written += batch.num_rows
+            on_block(batch.num_rows)
+    return written
 
 
-def _converter(type_name: str):
-    """From an Arrow column of the copy to the list of its stored values."""
+def base_batches(path: str, skip: int = 0, take: int | None = None, size: int = 100_000):
+    """Record batches of `take` rows (None: all) of a base file, the first `skip` rows left out; only the row
+    groups holding them are read."""
+    parquet = pq.ParquetFile(path)
+    take = parquet.metadata.num_rows - skip if take is None else take
+    for group in range(parquet.num_row_groups):
+        rows = parquet.metadata.row_group(group).num_rows
+        if skip >= rows:
+            skip -= rows
+            continue
+        if take <= 0:
+            return
+        for batch in parquet.iter_batches(batch_size=size, row_groups=[group]):
+            if skip >= batch.num_rows:
+                skip -= batch.num_rows
+                continue
+            batch = batch.slice(skip, take)
+            skip, take = 0, take - batch.num_rows
+            yield batch
+            if take <= 0:
+                return
+
+
+def _column(batch: pa.RecordBatch, column: Column) -> pa.Array:
+    """A column of a base batch; a column added after the copy holds NULL in it."""
+    index = batch.schema.get_field_index(column.name)
+    return batch.column(index) if index >= 0 else pa.nulls(batch.num_rows, pa.string())
+
+
+def stored_rows(batch: pa.RecordBatch, columns: list[Column]) -> list[tuple]:
+    """A base batch as rows of the values icesink's store keeps."""
+    return list(zip(*(_stored(c.type)(_column(batch, c)) for c in columns)))
+
+
+def spark_arrays(batch: pa.RecordBatch, columns: list[Column], types: list[pa.DataType]) -> list[pa.Array]:
+    """A base batch as the Arrow arrays of the sink's Spark schema (`types`, one per column)."""
+    arrays = []
+    for column, target in zip(columns, types):
+        values = _column(batch, column)
+        if column.type in _INTEGERS or column.type == "text":
+            arrays.append(values.cast(target))
+            continue
+        if column.type in _AS_STORED:
+            arrays.append(pa.array(_stored(column.type)(values), type=target))
+            continue
+        zone = _ZONES.get(column.type)
+        stored = _stored_timestamps(values, zone) if zone is not None else None
+        if stored is not None:
+            try:
+                arrays.append(stored.cast(target))
+                continue
+            except pa.ArrowInvalid:  # a year Arrow does not parse: one by one, as the change log's values
+                pass
+        decode = decoder(column.type)
+        arrays.append(pa.array([decode(v) for v in _stored(column.type)(values)], type=target))
+    return arrays
+
+
+def _stored(type_name: str):
+    """From an Arrow column of a base to the list of its stored values."""
     if type_name in _INTEGERS or type_name == "text":
         return pa.Array.to_pylist
     convert = replicated_input(type_name)
-    zone = {"timestamp with time zone": "+00", "timestamp": ""}.get(type_name)
+    zone = _ZONES.get(type_name)
 
     def each(column):
         return [None if v is None else convert(v) for v in column.to_pylist()]
@@ -77,12 +150,18 @@ def _converter(type_name: str):
         return each
 
     def timestamps(column):
-        """Rewritten in place as replicated_input does it one by one, all at once (the common case)."""
-        printed = pc.match_substring_regex(column, PRINTED_TIMESTAMP + re.escape(zone) + "$")
-        if not pc.all(pc.or_kleene(printed, pc.is_null(column))).as_py():
-            return each(column)
-        bare = pc.replace_substring_regex(column, re.escape(zone) + "$", "") if zone else column
-        six = pc.utf8_slice_codeunits(pc.binary_join_element_wise(bare, "000000", ""), 0, 26)
-        stored = pc.if_else(pc.greater(pc.utf8_length(bare), 19), six, bare)
-        return (pc.binary_join_element_wise(stored, "+00:00", "") if zone else stored).to_pylist()
+        stored = _stored_timestamps(column, zone)
+        return each(column) if stored is None else stored.to_pylist()
     return timestamps
+
+
+def _stored_timestamps(column: pa.Array, zone: str) -> pa.Array | None:
+    """Timestamps rewritten as replicated_input does it one by one, all at once; None when one of them is not in
+    the form Postgres prints (a year before 1 or after 9999), to be taken one by one."""
+    printed = pc.match_substring_regex(column, PRINTED_TIMESTAMP + re.escape(zone) + "$")
+    if not pc.all(pc.or_kleene(printed, pc.is_null(column))).as_py():
+        return None
+    bare = pc.replace_substring_regex(column, re.escape(zone) + "$", "") if zone else column
+    six = pc.utf8_slice_codeunits(pc.binary_join_element_wise(bare, "000000", ""), 0, 26)
+    stored = pc.if_else(pc.greater(pc.utf8_length(bare), 19), six, bare)
+    return pc.binary_join_element_wise(stored, "+00:00", "") if zone else stored

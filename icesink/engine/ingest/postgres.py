@@ -2,9 +2,11 @@
 each subsource is an engine table (its rows and its change log), so sinks read a subsource exactly as they read a
 table, with the same offsets, acknowledgements and exactly-once commits.
 
-The first run creates the source's replication slot (pgoutput) with an exported snapshot, copies every table as of
-that snapshot, and records the slot's consistent point, all in one local transaction: no change is lost or doubled
-at the seam. Then it peeks the slot's changes a batch of whole transactions at a time, applies them to the local
+The first run creates the source's replication slot (pgoutput) with an exported snapshot and copies every table as of
+that snapshot into Parquet files, its *base* (copy.py; on Spark's executors in ctid ranges when the table is large,
+parallel_copy.py). One local transaction records the bases, which sinks read as the tables' first changes, and the
+slot's consistent point: no change is lost or doubled at the seam. The copied rows then go into the store's tables,
+a block per transaction, before the first change is applied to them. Then it peeks the slot's changes a batch of whole transactions at a time, applies them to the local
 copy together with the LSN they end at, and only then advances the slot: the upstream keeps a change until icesink
 holds it durably, and a change applied before a crash is recognised by its LSN and skipped after it.
 
@@ -13,6 +15,7 @@ changes its copy holds are skipped by LSN. An upstream table that changes its co
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 from functools import cached_property
 
@@ -23,9 +26,10 @@ from ...catalog_connections import connector_for
 from ...catalog_connections.postgres_upstream import describe, missing_values
 from ...errors import first_line
 from ..failures import NeedsAction
-from ..tables import TableStore, quote, storage_name
+from ..tables import TableStore, base_dir, quote, storage_name
 from ..values import replicated_input
-from .copy import copied_rows
+from .copy import SESSION, base_batches, stored_rows, write_base
+from .parallel_copy import PAGES_PER_TASK, PARALLEL_PAGES, Cancelled, copy_on_executors, page_ranges, range_query
 from .pgoutput import UNCHANGED, Change, Decoder, Relation, Transaction, lsn_int, lsn_text
 from .schema import SchemaChanged, UpstreamTypes, reconcile, relation_types, table_types
 
@@ -35,7 +39,7 @@ IDLE_SECONDS = 0.2
 STORE_CACHE_KIB = 128 << 10
 STORE_WAIT_SECONDS = 600
 DROP_SLOT = "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s"
-SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"  # values in the form engine tables take
+LOAD_ROWS = 200_000  # copied rows put into the store per transaction
 
 
 class Stopped(Exception):
@@ -171,8 +175,8 @@ class _Subsource:
 class PostgresIngestion:
     """One source's replication, run by the scheduler in a thread of its own until stopped or failed."""
 
-    def __init__(self, catalog: Catalog, source: CatalogObject, secret):
-        self.catalog, self.source = catalog, source
+    def __init__(self, catalog: Catalog, source: CatalogObject, secret, spark):
+        self.catalog, self.source, self.spark = catalog, source, spark  # spark: the SparkSession's factory
         self.descriptor = source.descriptor
         self.connector = connector_for(catalog.get_by_id(self.descriptor.connection_id), secret, catalog)
         self.slot = slot_name(catalog, source.id)
@@ -227,6 +231,7 @@ class PostgresIngestion:
         else:
             self.lsn = row[0]
             self._copy_added(store)
+        self._load_bases(store)
         copied = dict(store.db.execute("SELECT object_id, copied_lsn FROM source_tables WHERE source_id = ?",
                                        (self.source.id,)))
         for sub in self.subsources.values():
@@ -253,18 +258,15 @@ class PostgresIngestion:
                 _, consistent, snapshot, _ = replication.execute(
                     f"CREATE_REPLICATION_SLOT {self.slot} LOGICAL pgoutput (SNAPSHOT 'export')").fetchone()
                 # the exported snapshot lives while the replication connection stays open and idle
-                with upstream.transaction(), store.transaction() as db:
-                    self._read_as_of(upstream, snapshot, self.subsources.values())
-                    known = sum(upstream.execute(sql.SQL("SELECT count(*) FROM {}").format(
-                        sql.Identifier(*sub.obj.descriptor.upstream.split(".", 1)))).fetchone()[0]
-                        for sub in self.subsources.values())
-                    self._staged = 0
-                    self._count(snapshot_records_known=known, snapshot_records_staged=0)
-                    copied = sum(self._copy(upstream, store, sub) for sub in self.subsources.values())
-                    self.lsn = lsn_int(consistent)
-                    db.execute("INSERT INTO source_progress VALUES (?, ?, ?)", (self.source.id, self.slot, self.lsn))
-                    db.execute("DELETE FROM source_tables WHERE source_id = ?", (self.source.id,))
-        log.info("source %s: copied %d rows as of %s", self.source.name, copied, consistent)
+                subsources = list(self.subsources.values())
+                bases = self._copy_all(upstream, snapshot, subsources)
+        with store.transaction() as db:
+            for sub in subsources:
+                store.add_base(sub.obj.id, bases[sub.obj.id])
+            self.lsn = lsn_int(consistent)
+            db.execute("INSERT INTO source_progress VALUES (?, ?, ?)", (self.source.id, self.slot, self.lsn))
+            db.execute("DELETE FROM source_tables WHERE source_id = ?", (self.source.id,))
+        log.info("source %s: copied %d rows as of %s", self.source.name, self._staged, consistent)
 
     def _copy_added(self, store: TableStore) -> None:
         """Copies the tables created from the source since its first copy, each as of a snapshot of its own. The
@@ -279,14 +281,27 @@ class PostgresIngestion:
                 self.connector.connect(replication="database") as replication:
             _, consistent, snapshot, _ = replication.execute(
                 f"CREATE_REPLICATION_SLOT {self.slot}_add TEMPORARY LOGICAL pgoutput (SNAPSHOT 'export')").fetchone()
-            with upstream.transaction(), store.transaction() as db:
-                self._read_as_of(upstream, snapshot, pending)
-                for sub in pending:
-                    copied = self._copy(upstream, store, sub)
-                    db.execute("UPDATE source_tables SET copied_lsn = ? WHERE object_id = ?",
-                               (lsn_int(consistent), sub.obj.id))
-                    log.info("source %s: copied %d rows of %s as of %s", self.source.name, copied,
-                             sub.obj.descriptor.upstream, consistent)
+            bases = self._copy_all(upstream, snapshot, pending)
+        with store.transaction() as db:
+            for sub in pending:
+                store.add_base(sub.obj.id, bases[sub.obj.id])
+                db.execute("UPDATE source_tables SET copied_lsn = ? WHERE object_id = ?",
+                           (lsn_int(consistent), sub.obj.id))
+        log.info("source %s: copied %d rows of %s as of %s", self.source.name, self._staged,
+                 ", ".join(sub.obj.descriptor.upstream for sub in pending), consistent)
+
+    def _copy_all(self, upstream, snapshot: str, subsources) -> dict[str, list]:
+        """Copies each table as of the exported `snapshot` into Parquet files of its base; returns them by id."""
+        with upstream.transaction():
+            self._read_as_of(upstream, snapshot, subsources)
+            sizes = {sub.obj.id: upstream.execute(sql.SQL(
+                "SELECT count(*), pg_relation_size({table}::regclass) / current_setting('block_size')::bigint "
+                "FROM {name}").format(table=sql.Literal(sub.obj.descriptor.upstream),
+                                      name=sql.Identifier(*sub.obj.descriptor.upstream.split(".", 1)))).fetchone()
+                for sub in subsources}
+            self._staged = 0
+            self._count(snapshot_records_known=sum(rows for rows, _ in sizes.values()), snapshot_records_staged=0)
+            return {sub.obj.id: self._copy(upstream, snapshot, sub, *sizes[sub.obj.id]) for sub in subsources}
 
     def _read_as_of(self, upstream, snapshot: str, subsources) -> None:
         """The upstream transaction reads as of the exported snapshot, and the tables still have the columns
@@ -298,25 +313,58 @@ class PostgresIngestion:
             reconcile(sub.obj.id, qualified, tuple(sub.columns),
                       table_types(describe(upstream, *qualified.split(".", 1))), self.descriptor)
 
-    def _copy(self, upstream, store: TableStore, sub: _Subsource) -> int:
-        """One table as of the transaction's snapshot, into its empty local table (in the caller's transaction)."""
+    def _copy(self, upstream, snapshot: str, sub: _Subsource, rows: int, pages: int) -> list[tuple[str, int]]:
+        """One table as of the transaction's snapshot, by this connection or, when large, by Spark's executors."""
         schema, name = sub.obj.descriptor.upstream.split(".", 1)
-        query = sql.SQL("COPY (SELECT {} FROM {}) TO STDOUT (FORMAT csv)").format(
-            sql.SQL(", ").join(sql.Identifier(c.name) for c in sub.columns), sql.Identifier(schema, name))
-        count = 0
-        with upstream.cursor().copy(query) as copy:
-            def counted():
-                nonlocal count
-                for rows in copied_rows(copy, sub.columns):
-                    if self.stopping.is_set():
-                        raise Stopped(f"source '{self.source.name}': stopped during the copy of {schema}.{name}")
-                    yield rows
-                    count += len(rows)
-                    self._count(snapshot_records_staged=self._staged + count)
-            store.load(sub.obj.id, sub.columns, counted())
-        self._staged += count
+        directory = base_dir(self.catalog.data_dir, sub.obj.id)
+        shutil.rmtree(directory, ignore_errors=True)  # what a copy that did not finish left
+        directory.mkdir(parents=True)
+        if pages >= PARALLEL_PAGES:
+            queries = [range_query(sub.columns, schema, name, part).as_string(upstream)
+                       for part in page_ranges(pages, -(-pages // PAGES_PER_TASK))]
+            staged = self._staged
+
+            def progress(done: int, tasks: int) -> None:
+                self._count(snapshot_records_staged=staged + rows * done // tasks)
+            try:
+                files = copy_on_executors(self.spark(), str(self.catalog.data_dir), self.descriptor.connection_id,
+                                          snapshot, queries, sub.columns, str(directory), self.stopping, progress)
+            except Cancelled:
+                raise Stopped(f"source '{self.source.name}': stopped during the copy of {schema}.{name}") from None
+        else:
+            copied = 0
+
+            def block(count: int) -> None:
+                nonlocal copied
+                if self.stopping.is_set():
+                    raise Stopped(f"source '{self.source.name}': stopped during the copy of {schema}.{name}")
+                copied += count
+                self._count(snapshot_records_staged=self._staged + copied)
+            path = str(directory / "part-00000.parquet")
+            with upstream.cursor().copy(range_query(sub.columns, schema, name, None)) as copy:
+                files = [(path, write_base(copy, sub.columns, path, block))]
+        self._staged += sum(count for _, count in files)
         self._count(snapshot_records_staged=self._staged)
-        return count
+        return [(path, count) for path, count in files if count]
+
+    def _load_bases(self, store: TableStore) -> None:
+        """Puts the copied rows into the store's tables before any change is applied to them, a block per
+        transaction (so sinks are not kept waiting for the store); a load cut short goes on where it stopped."""
+        for sub in self.subsources.values():
+            base = store.base(sub.obj.id)
+            if base is None or base.loaded == base.rows:
+                continue
+            loaded, position = base.loaded, 0
+            for path, rows in base.files:
+                for batch in base_batches(path, skip=max(0, loaded - position), size=LOAD_ROWS):
+                    if self.stopping.is_set():
+                        raise Stopped(f"source '{self.source.name}': stopped while loading "
+                                      f"{sub.obj.descriptor.upstream}")
+                    loaded += batch.num_rows
+                    store.load_base(sub.obj.id, sub.columns, stored_rows(batch, sub.columns), loaded)
+                position += rows
+            log.info("source %s: %d copied rows of %s in the store", self.source.name, loaded,
+                     sub.obj.descriptor.upstream)
 
     # ------------------------------------------------------------ the change stream
     def _pump(self, store: TableStore, upstream) -> int:

@@ -30,8 +30,8 @@ class _Replication:
 
 
 class Ingestions:
-    def __init__(self, catalog, secret, backoff: tuple[int, ...]):
-        self.catalog, self.secret, self.backoff = catalog, secret, backoff
+    def __init__(self, catalog, secret, spark_factory, backoff: tuple[int, ...]):
+        self.catalog, self.secret, self.spark_factory, self.backoff = catalog, secret, spark_factory, backoff
         self.sources: dict[str, _Replication] = {}
 
     def tick(self) -> None:
@@ -66,7 +66,7 @@ class Ingestions:
     def _start(self, source, state: _Replication) -> None:
         state.error, state.running, state.recorded_running = None, None, False
         try:
-            state.ingestion = PostgresIngestion(self.catalog, source, self.secret)
+            state.ingestion = PostgresIngestion(self.catalog, source, self.secret, self.spark_factory)
         except Exception as exc:
             state.error = exc
             self._stopped(source, state)

@@ -12,7 +12,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from ...model.frontier import Frontier
-from ...model.types import decoder
+from ...model.types import Column, decoder
 from ..columns import spark_type
 from ..tables import TableStore
 from .base import Input, ProgressBehindInput
@@ -36,6 +36,15 @@ class OffsetRange(InputPartition):
     def __init__(self, after: int, upto: int):
         super().__init__((after, upto))
         self.after, self.upto = after, upto
+
+
+class BaseRange(InputPartition):
+    """Rows of a table's base (a copy kept as Parquet files): `take` rows of a file after its first `skip`, the
+    first of them the insertion at offset `first`, all of time `ts`."""
+
+    def __init__(self, path: str, skip: int, take: int, first: int, ts: int):
+        super().__init__((path, skip, take))
+        self.path, self.skip, self.take, self.first, self.ts = path, skip, take, first, ts
 
 
 class EngineTableSource(DataSource):
@@ -77,13 +86,27 @@ class EngineTableReader(DataSourceStreamReader):
         after, upto = start["offset"], end["offset"]
         store = TableStore(self.data_dir)
         try:
-            compacted = after < store.floor(self.table_id)
+            compacted, base = after < store.floor(self.table_id), store.base(self.table_id)
         finally:
             store.close()
-        if compacted:  # one read, one consistent view: compaction may change the prefix between two reads
-            return [OffsetRange(after, upto)]
-        bounds = list(range(after, upto, ROWS_PER_PARTITION)) + [upto]
-        return [OffsetRange(a, b) for a, b in zip(bounds, bounds[1:])] or [OffsetRange(after, upto)]
+        parts, logged = [], [(after, upto)]
+        if base is not None and base.after < upto and after < base.upto:  # the base's offsets have no log entries
+            logged = [(after, min(upto, base.after)), (max(after, base.upto), upto)]
+            position = base.after
+            for path, rows in base.files:
+                for first in range(max(after, position), min(upto, position + rows), ROWS_PER_PARTITION):
+                    take = min(ROWS_PER_PARTITION, min(upto, position + rows) - first)
+                    parts.append(BaseRange(path, first - position, take, first + 1, base.ts))
+                position += rows
+        for a, b in logged:
+            if a >= b:
+                continue
+            if compacted:  # one read, one consistent view: compaction may change the prefix between two reads
+                parts.append(OffsetRange(a, b))
+                continue
+            bounds = list(range(a, b, ROWS_PER_PARTITION)) + [b]
+            parts += [OffsetRange(x, y) for x, y in zip(bounds, bounds[1:])]
+        return parts or [OffsetRange(after, upto)]
 
     def read(self, partition: OffsetRange):
         """Arrow record batches of the partition's changes: Spark takes them without a conversion per row."""
@@ -93,6 +116,9 @@ class EngineTableReader(DataSourceStreamReader):
         from ..tables import TableStore
 
         schema = to_arrow_schema(change_schema(self.columns), timezone="UTC")
+        if isinstance(partition, BaseRange):
+            yield from self._read_base(partition, schema)
+            return
         decoders = [_column_decoder(c["type"]) for c in self.columns]
         width = len(decoders)
         store = TableStore(self.data_dir)
@@ -122,6 +148,23 @@ class EngineTableReader(DataSourceStreamReader):
                 yield pa.RecordBatch.from_arrays(arrays, schema=schema)
         finally:
             store.close()
+
+    def _read_base(self, part: BaseRange, schema):
+        import numpy as np
+        import pyarrow as pa
+
+        from ..ingest.copy import base_batches, spark_arrays
+
+        columns = [Column(c["name"], c["type"]) for c in self.columns]
+        types = [schema.field(i).type for i in range(len(columns))]
+        first = part.first
+        for batch in base_batches(part.path, part.skip, part.take, ROWS_PER_BATCH):
+            count = batch.num_rows
+            arrays = spark_arrays(batch, columns, types) + [
+                pa.array(np.arange(first, first + count, dtype=np.int64)), pa.array(np.ones(count, dtype=np.int32)),
+                pa.array(np.full(count, part.ts, dtype=np.int64))]
+            first += count
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the sink acknowledges what it committed to Iceberg, not what Spark read."""
