@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import multiprocessing
 import os
 import random
 import sys
@@ -33,6 +34,7 @@ from icesink.engine.spark import get_spark  # noqa: E402
 from tests.servers import Postgres  # noqa: E402
 
 PASSWORD = "bench-pw"
+SPAWN = multiprocessing.get_context("spawn")  # not forked from a process that runs Spark's threads
 CHANGES_PER_TRANSACTION = 500
 
 
@@ -68,36 +70,46 @@ class Memory(threading.Thread):
             self.peak = max(self.peak, total)
 
 
-class Changes(threading.Thread):
-    """Mixed transactions on random keys over the whole key space until stopped."""
+class Changes(SPAWN.Process):
+    """Mixed transactions on random keys over the whole key space until stopped; a process of its own, so that the
+    clients do not share icesink's interpreter (and its lock) as they would as threads."""
 
     def __init__(self, server: Postgres, rows: int, seed: int, first_new: int, share: tuple[int, int]):
         super().__init__(daemon=True)
-        self.server, self.rows, self.rng = server, rows, random.Random(seed)
+        self.connection = {"host": str(server.directory), "port": server.port, "user": "postgres"}
+        self.rows, self.seed, self.first_new = rows, seed, first_new
         self.share = share  # (k, n): this client changes the keys k mod n, so that clients never deadlock
-        self.next_id, self.events, self.stopped = first_new, 0, threading.Event()
+        self.counted, self.stopped = SPAWN.Value("q", 0), SPAWN.Event()
+
+    @property
+    def events(self) -> int:
+        return self.counted.value
 
     def run(self):
-        with self.server.admin() as db:
+        import psycopg
+
+        rng, next_id = random.Random(self.seed), self.first_new
+        with psycopg.connect(**self.connection, autocommit=True) as db:
             while not self.stopped.is_set():
                 updates, deletes, inserts = [], [], []
                 for _ in range(CHANGES_PER_TRANSACTION):
-                    roll = self.rng.random()
-                    key = self.rng.randrange(self.share[0], self.rows + 1, self.share[1]) or self.share[1]
+                    roll = rng.random()
+                    key = rng.randrange(self.share[0], self.rows + 1, self.share[1]) or self.share[1]
                     if roll < 0.5:
                         updates.append(key)
                     elif roll < 0.75:
                         deletes.append(key)
                     else:
-                        inserts.append(self.next_id)
-                        self.next_id += 1
+                        inserts.append(next_id)
+                        next_id += 1
                 updates, deletes = sorted(set(updates) - set(deletes)), sorted(set(deletes))
                 with db.transaction():  # events: the rows changed (a key deleted before is not deleted again)
                     events = db.execute("UPDATE t SET a = a + 1 WHERE id = ANY(%s)", (updates,)).rowcount
                     events += db.execute("DELETE FROM t WHERE id = ANY(%s)", (deletes,)).rowcount
                     events += db.execute("INSERT INTO t SELECT n, 0, 'new', now() FROM unnest(%s::bigint[]) n",
                                          (inserts,)).rowcount
-                self.events += events
+                with self.counted.get_lock():
+                    self.counted.value += events
 
 
 def main() -> None:

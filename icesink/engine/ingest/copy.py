@@ -17,6 +17,7 @@ from ...model.types import Column, decoder
 from ..values import PRINTED_TIMESTAMP, replicated_input
 
 BLOCK_BYTES = 8 << 20
+CHUNK_BYTES = 1 << 20
 SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"  # values in the form engine tables take
 _INTEGERS = {"smallint", "integer", "bigint"}
 _ZONES = {"timestamp with time zone": "+00", "timestamp": ""}
@@ -25,23 +26,28 @@ _AS_STORED = {"jsonb", "uuid", "interval", "time"}
 
 
 class _CopyStream(io.RawIOBase):
-    """psycopg's COPY blocks as a file Arrow reads from."""
+    """psycopg's COPY as a file Arrow reads from. Postgres sends a message per row, so they are joined a chunk at a
+    time in a tight loop: Arrow is handed megabytes, not rows."""
 
     def __init__(self, copy):
-        self._blocks = iter(copy)
+        self._read = copy.read
         self._pending = memoryview(b"")
 
     def readable(self) -> bool:
         return True
 
     def empty(self) -> bool:
-        """Whether the COPY sends nothing at all (an empty table), which Arrow's reader refuses to read."""
-        while not len(self._pending):
-            block = next(self._blocks, None)
-            if block is None:
-                return True
-            self._pending = memoryview(bytes(block))
-        return False
+        """Whether the COPY has nothing more to send (an empty table: Arrow's reader refuses to read nothing)."""
+        if not len(self._pending):
+            blocks, size, read = [], 0, self._read
+            while size < CHUNK_BYTES:
+                block = read()
+                if not block:
+                    break
+                blocks.append(block)
+                size += len(block)
+            self._pending = memoryview(b"".join(blocks))
+        return not len(self._pending)
 
     def readinto(self, buffer) -> int:
         if self.empty():
@@ -65,7 +71,7 @@ def write_base(copy, columns: list[Column], path: str, on_block=lambda rows: Non
     if stream.empty():
         return 0
     reader = pcsv.open_csv(
-        io.BufferedReader(stream, 1 << 20),
+        io.BufferedReader(stream, CHUNK_BYTES),
         read_options=pcsv.ReadOptions(column_names=schema.names, block_size=BLOCK_BYTES),
         parse_options=pcsv.ParseOptions(newlines_in_values=True),
         convert_options=pcsv.ConvertOptions(column_types=schema, strings_can_be_null=True,

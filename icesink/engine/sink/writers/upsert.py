@@ -70,9 +70,12 @@ class UpsertWriter:
             changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups))
             parallelism = spark.sparkContext.defaultParallelism
             changed = changed.repartition(max(1, min(len(groups), 4 * parallelism)), PID)
-        else:  # an empty table: ranges of keys per task keep the files' ranges apart for the next batch
+        else:  # an empty table: ranges of keys per task keep the files' ranges apart for the next batch, and as
+            # many tasks as the input has partitions (each holds a bounded number of changes) keep a task's memory
+            # bounded however large the first batch (a source's whole initial copy)
             changed = changed.withColumn(PID, F.lit(0))
-            changed = changed.repartitionByRange(spark.sparkContext.defaultParallelism, *self.key)
+            tasks = max(spark.sparkContext.defaultParallelism, changes.rdd.getNumPartitions())
+            changed = changed.repartitionByRange(tasks, *self.key)
         partitions = key_partitions(table.spec(), table.schema(), self.key)
         merge = _merge_groups(*table_context(table), self.key, self.columns, self.enforced, dict(enumerate(groups)),
                               partitions)
