@@ -3,6 +3,7 @@ updates, primary-key updates, deletes, unchanged TOASTed values, TRUNCATE) reach
 DuckDB and compared with what Postgres holds."""
 from __future__ import annotations
 
+import datetime
 import random
 import signal
 import subprocess
@@ -40,7 +41,7 @@ def postgres():
 def upstream(postgres):
     """A fresh set of tables per test, and the connection as the source's user sees it."""
     with postgres.admin("shop") as admin:
-        admin.execute("DROP PUBLICATION IF EXISTS icesink; DROP TABLE IF EXISTS orders, notes")
+        admin.execute("DROP PUBLICATION IF EXISTS icesink; DROP TABLE IF EXISTS orders, notes, events")
         admin.execute("CREATE TABLE orders (id bigint PRIMARY KEY, amount numeric(10,2) NOT NULL, note text);"
                       "ALTER TABLE orders ALTER COLUMN note SET STORAGE EXTERNAL;"  # TOASTed out of line, uncompressed
                       "CREATE TABLE notes (line text); ALTER TABLE notes REPLICA IDENTITY FULL;"
@@ -231,6 +232,26 @@ def source_status(session, name="shop"):
     found = rows(session, "SELECT st.status, st.error FROM mz_sources s JOIN mz_internal.mz_source_statuses st "
                           f"ON s.id = st.id WHERE s.name = '{name}'")
     return found[0] if found else (None, None)
+
+
+def test_a_copied_value_icesink_cannot_replicate_stalls_the_source_until_it_is_fixed_upstream(
+        session, scheduler, upstream):
+    with upstream.admin("shop") as admin:
+        admin.execute("CREATE TABLE events (id int PRIMARY KEY, happened date); GRANT SELECT ON events TO repl;"
+                      "ALTER PUBLICATION icesink ADD TABLE events;"
+                      "INSERT INTO events VALUES (1, '2024-01-05'), (2, 'infinity')")
+    session.execute(SETUP.format(password=PASSWORD, port=upstream.port) +
+                    "CREATE SINK events_lake FROM events INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', "
+                    "TABLE 'events') KEY (id) ENFORCED ENVELOPE UPSERT WITH (COMMIT INTERVAL '1s')")
+    status, error = wait_for(lambda: source_status(session)[0] == "stalled" and source_status(session), timeout=60,
+                             what="the source to stall")
+    assert error == ("source 'shop': the copy of public.events: column \"happened\" holds a value icesink cannot "
+                     "replicate: date 'infinity' cannot be written to Iceberg, which has no infinite dates"), error
+    with upstream.admin("shop") as admin:
+        admin.execute("UPDATE events SET happened = '2024-01-06' WHERE id = 2")
+    assert in_sync(session, upstream, sink="events_lake", table="events", columns="id, happened") == [
+        (1, datetime.date(2024, 1, 5)), (2, datetime.date(2024, 1, 6))]
+    assert source_status(session)[0] == "running"
 
 
 def test_the_source_survives_postgres_restarting(session, scheduler, upstream):

@@ -113,3 +113,13 @@ def open_secret_store(data_dir: Path, install_id: str, announce: Callable[[str],
     if choice == "keyring" or (choice != "file" and _keyring_is_secure()):
         return KeyringSecrets(f"icesink/{install_id}")
     return FileSecrets(Path(data_dir) / SECRETS_DIR, announce)
+
+
+def secret_value(catalog, secrets, secret_id: str) -> str:
+    """A secret's value from `secrets`, or an error saying which secret lost its value and how to set it."""
+    value = secrets.get(secret_id)
+    if value is None:
+        obj = catalog.get_by_id(secret_id)
+        raise CatalogError(f"the value of secret '{obj.name if obj else secret_id}' is missing from "
+                           f"{secrets.description}; set it again with ALTER SECRET … AS '…'")
+    return value

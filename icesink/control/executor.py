@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pyiceberg.exceptions import NoSuchTableError
 from typing import Callable
 
+from ..catalog.secrets import secret_value
 from ..catalog.sqlite import sqlite_message
 from ..catalog.store import Catalog, CatalogObject, now
 from ..catalog_connections import connector_for
@@ -40,12 +41,7 @@ class Executor:
         self.session_settings = session_settings
 
     def secret_value(self, secret_id: str) -> str:
-        value = self.secrets.get(secret_id)
-        if value is None:
-            obj = self.catalog.get_by_id(secret_id)
-            raise CatalogError(f"the value of secret '{obj.name if obj else secret_id}' is missing from "
-                               f"{self.secrets.description}; set it again with ALTER SECRET … AS '…'")
-        return value
+        return secret_value(self.catalog, self.secrets, secret_id)
 
     def run(self, plan) -> Result:
         handler: Callable = getattr(self, "_" + type(plan).__name__)

@@ -6,6 +6,7 @@ without a change-log entry per row."""
 from __future__ import annotations
 
 import io
+import os
 import re
 
 import pyarrow as pa
@@ -79,10 +80,29 @@ def write_base(copy, columns: list[Column], path: str, on_block=lambda rows: Non
     written = 0
     with pq.ParquetWriter(path, schema) as writer:
         for batch in reader:
+            _check(batch, columns)
             writer.write_batch(batch)
             written += batch.num_rows
             on_block(batch.num_rows)
+    with open(path, "rb") as done:  # durable before the store records the copy
+        os.fsync(done.fileno())
     return written
+
+
+class CopyRefused(ValueError):
+    """A copied value that icesink cannot replicate (the change stream would refuse it too)."""
+
+
+def _check(batch: pa.RecordBatch, columns: list[Column]) -> None:
+    """A copy is kept only if its rows can go into the store and to sinks: a refusal now names the value, where
+    later it would stop the load and every sink reading the copy."""
+    for column, values in zip(columns, batch.columns):
+        if column.type in _INTEGERS or column.type == "text":
+            continue
+        try:
+            _stored(column.type)(values)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise CopyRefused(f"column \"{column.name}\" holds a value icesink cannot replicate: {exc}") from None
 
 
 def base_batches(path: str, skip: int = 0, take: int | None = None, size: int = 100_000):

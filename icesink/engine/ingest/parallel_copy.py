@@ -9,7 +9,7 @@ import uuid
 from psycopg import sql
 
 from ...model.types import Column
-from .copy import SESSION, write_base
+from .copy import SESSION, CopyRefused, write_base
 
 PAGES_PER_TASK = 8192  # 64 MiB of heap: a task of a few seconds
 PARALLEL_PAGES = 16384  # a smaller table is copied by the replication's own connection, without a Spark job
@@ -66,8 +66,9 @@ def copy_on_executors(spark, data_dir: str, connection_id: str, snapshot: str, q
     while worker.is_alive():
         worker.join(0.25)
         if stopping.is_set():
-            context.cancelJobGroup(group)
-            worker.join()
+            while worker.is_alive():  # until the job exists to be cancelled, and is
+                context.cancelJobGroup(group)
+                worker.join(0.25)
             raise Cancelled()
         done = 0
         for job_id in tracker.getJobIdsForGroup(group):
@@ -78,13 +79,16 @@ def copy_on_executors(spark, data_dir: str, connection_id: str, snapshot: str, q
         on_progress(done, len(tasks))
     if "error" in outcome:
         raise outcome["error"]
+    for _, _, refused in outcome["files"]:
+        if isinstance(refused, str):
+            raise CopyRefused(refused)
     return [(path, rows) for _, path, rows in sorted(outcome["files"]) if rows]
 
 
-def _copy_task(data_dir: str, connection_id: str, snapshot: str, specs, task) -> tuple[int, str, int]:
+def _copy_task(data_dir: str, connection_id: str, snapshot: str, specs, task) -> tuple[int, str, int | str]:
     """On an executor: one range as of `snapshot`, through a connection made from the catalog and secret store of
-    `data_dir` (the secret never travels with the task)."""
-    from ...catalog.secrets import open_secret_store
+    `data_dir` (the secret never travels with the task). Returns the file and its rows, or why a value was refused."""
+    from ...catalog.secrets import open_secret_store, secret_value
     from ...catalog.store import Catalog
     from ...catalog_connections import connector_for
 
@@ -92,12 +96,15 @@ def _copy_task(data_dir: str, connection_id: str, snapshot: str, specs, task) ->
     catalog = Catalog(data_dir)
     try:
         secrets = open_secret_store(catalog.data_dir, catalog.install_id, lambda notice: None)
-        connector = connector_for(catalog.get_by_id(connection_id), secrets.get, catalog)
+        connector = connector_for(catalog.get_by_id(connection_id),
+                                  lambda secret_id: secret_value(catalog, secrets, secret_id), catalog)
+        with connector.connect(options=SESSION) as upstream, upstream.transaction():
+            upstream.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            upstream.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
+            with upstream.cursor().copy(query) as copy:
+                rows = write_base(copy, [Column(name, type_name) for name, type_name in specs], path)
+    except CopyRefused as exc:  # the driver says so in these words, not in Spark's
+        return index, path, str(exc)
     finally:
         catalog.close()
-    with connector.connect(options=SESSION) as upstream, upstream.transaction():
-        upstream.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        upstream.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
-        with upstream.cursor().copy(query) as copy:
-            rows = write_base(copy, [Column(name, type_name) for name, type_name in specs], path)
     return index, path, rows

@@ -15,9 +15,11 @@ changes its copy holds are skipped by LSN. An upstream table that changes its co
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import threading
 from functools import cached_property
+from pathlib import Path
 
 from psycopg import sql
 
@@ -29,7 +31,7 @@ from ..failures import NeedsAction
 from ..faults import crash_point
 from ..tables import TableStore, base_dir, quote, storage_name
 from ..values import replicated_input
-from .copy import SESSION, base_batches, stored_rows, write_base
+from .copy import SESSION, CopyRefused, base_batches, stored_rows, write_base
 from .parallel_copy import PAGES_PER_TASK, PARALLEL_PAGES, Cancelled, copy_on_executors, page_ranges, range_query
 from .pgoutput import UNCHANGED, Change, Decoder, Relation, Transaction, lsn_int, lsn_text
 from .schema import SchemaChanged, UpstreamTypes, reconcile, relation_types, table_types
@@ -49,6 +51,10 @@ LOAD_ROWS = 100_000  # copied rows put into the store per transaction
 class Stopped(Exception):
     """The replication was asked to stop (shutdown, or its source was dropped) in the middle of a copy, which is
     abandoned: its transaction rolls back and its slot is free to drop."""
+
+
+class CopyDamaged(NeedsAction):
+    """A recorded copy can no longer be read in full: the source must copy again."""
 
 
 class SlotLost(NeedsAction):
@@ -306,7 +312,15 @@ class PostgresIngestion:
                 for sub in subsources}
             self._staged = 0
             self._count(snapshot_records_known=sum(rows for rows, _ in sizes.values()), snapshot_records_staged=0)
-            return {sub.obj.id: self._copy(upstream, snapshot, sub, *sizes[sub.obj.id]) for sub in subsources}
+            try:
+                bases = {sub.obj.id: self._copy(upstream, snapshot, sub, *sizes[sub.obj.id]) for sub in subsources}
+                if self.stopping.is_set():  # the source may be gone: its copy is not recorded
+                    raise Stopped(f"source '{self.source.name}': stopped at the end of its copy")
+            except BaseException:
+                for sub in subsources:
+                    shutil.rmtree(base_dir(self.catalog.data_dir, sub.obj.id), ignore_errors=True)
+                raise
+            return bases
 
     def _read_as_of(self, upstream, snapshot: str, subsources) -> None:
         """The upstream transaction reads as of the exported snapshot, and the tables still have the columns
@@ -324,7 +338,7 @@ class PostgresIngestion:
         directory = base_dir(self.catalog.data_dir, sub.obj.id)
         shutil.rmtree(directory, ignore_errors=True)  # what a copy that did not finish left
         directory.mkdir(parents=True)
-        if pages >= PARALLEL_PAGES:
+        if pages >= PARALLEL_PAGES and upstream.info.server_version >= 140000:  # a range reads its pages only
             queries = [range_query(sub.columns, schema, name, part).as_string(upstream)
                        for part in page_ranges(pages, -(-pages // PAGES_PER_TASK))]
             staged = self._staged
@@ -332,10 +346,13 @@ class PostgresIngestion:
             def progress(done: int, tasks: int) -> None:
                 self._count(snapshot_records_staged=staged + rows * done // tasks)
             try:
-                files = copy_on_executors(self.spark(), str(self.catalog.data_dir), self.descriptor.connection_id,
-                                          snapshot, queries, sub.columns, str(directory), self.stopping, progress)
+                files = copy_on_executors(self.spark(), str(Path(self.catalog.data_dir).resolve()),
+                                          self.descriptor.connection_id, snapshot, queries, sub.columns,
+                                          str(directory), self.stopping, progress)
             except Cancelled:
                 raise Stopped(f"source '{self.source.name}': stopped during the copy of {schema}.{name}") from None
+            except CopyRefused as exc:
+                raise CopyRefused(f"source '{self.source.name}': the copy of {schema}.{name}: {exc}") from None
         else:
             copied = 0
 
@@ -346,8 +363,16 @@ class PostgresIngestion:
                 copied += count
                 self._count(snapshot_records_staged=self._staged + copied)
             path = str(directory / "part-00000.parquet")
-            with upstream.cursor().copy(range_query(sub.columns, schema, name, None)) as copy:
-                files = [(path, write_base(copy, sub.columns, path, block))]
+            try:
+                with upstream.cursor().copy(range_query(sub.columns, schema, name, None)) as copy:
+                    files = [(path, write_base(copy, sub.columns, path, block))]
+            except CopyRefused as exc:
+                raise CopyRefused(f"source '{self.source.name}': the copy of {schema}.{name}: {exc}") from None
+        descriptor = os.open(directory, os.O_RDONLY)  # the files' names durable before the store records them
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
         self._staged += sum(count for _, count in files)
         self._count(snapshot_records_staged=self._staged)
         return [(path, count) for path, count in files if count]
@@ -369,6 +394,11 @@ class PostgresIngestion:
                     store.load_base(sub.obj.id, sub.columns, stored_rows(batch, sub.columns), loaded)
                     crash_point("source-loading")
                 position += rows
+            if loaded != base.rows:  # a file lost rows since the copy was recorded (a crash of the machine)
+                raise CopyDamaged(f"source '{self.source.name}': the copy of {sub.obj.descriptor.upstream} in "
+                                  f"{base_dir(self.catalog.data_dir, sub.obj.id)} holds {loaded} of its "
+                                  f"{base.rows} rows; recreate the source (DROP SOURCE … CASCADE, then CREATE "
+                                  "SOURCE)")
             log.info("source %s: %d copied rows of %s in the store", self.source.name, loaded,
                      sub.obj.descriptor.upstream)
 
