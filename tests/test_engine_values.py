@@ -153,3 +153,15 @@ def test_a_copy_stores_timestamps_exactly_as_the_change_stream_does():
         target = to_arrow_schema(StructType([StructField("t", spark_type(type_name))]), timezone="UTC")[0].type
         read = spark_arrays(pa.record_batch([pa.array(printed)], names=["t"]), [Column("t", type_name)], [target])
         assert read[0].to_pylist() == [decoder(type_name)(v) for v in one_by_one]
+
+
+def test_a_double_reaches_iceberg_with_every_digit_it_has(session, scheduler):
+    """Through the change log: SQLite's JSON would keep 15 significant digits of a double's 17."""
+    session.execute("CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');"
+                    "CREATE TABLE m (id int PRIMARY KEY, x double precision);"
+                    "INSERT INTO m VALUES (1, 0.30000000000000004), (2, 1.7976931348623157e308), (3, NULL);"
+                    "CREATE SINK m_lake FROM m INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'app', TABLE 'm') "
+                    "KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')")
+    wait_for(caught_up(session, "m_lake", "m"), what="the sink to commit")
+    got = duckdb_rows(iceberg_table(session, "m_lake").metadata_location, "id, x", "id")
+    assert got == [(1, 0.30000000000000004), (2, 1.7976931348623157e308), (3, None)]

@@ -157,7 +157,7 @@ CREATE TABLE typed (id int PRIMARY KEY, i2 smallint, i8 bigint, n numeric(12,3),
   ts timestamp, tstz timestamptz, iv interval, u uuid, js json, jb jsonb, m mood, dom positive, arr int[],
   tarr text[]);
 INSERT INTO typed VALUES
-  (1, -32768, 9223372036854775807, -123456789.125, 3.14159265358979, 1.5, -2.25e-10, 'héllo ✓', 'abc', 'ab',
+  (1, -32768, 9223372036854775807, -123456789.125, 3.14159265358979, 1.5, 0.30000000000000004, 'héllo ✓', 'abc', 'ab',
    true, '\\x00ff10', '2024-02-29', '23:59:59.123456', '10:00:00+02', '2024-01-05 10:00:00.5',
    '2024-01-05 10:00:00+02', '1 year 2 mons 3 days 04:05:06', 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11',
    '{"b": 1,  "a": [1, 2]}', '{"b": 1, "a": [1, 2]}', 'happy', 7, '{1,NULL,3}', '{"a b",NULL,"c,d"}'),
@@ -178,6 +178,7 @@ def test_every_type_reads_back_as_postgres_holds_it(session, scheduler, upstream
     session.execute(SETUP.format(password=PASSWORD, port=upstream.port).replace(
         "CREATE SINK orders_lake FROM orders", "CREATE SINK typed_lake FROM typed").replace(
         "TABLE 'orders'", "TABLE 'typed'"))
+    wait_for(lambda: source_status(session)[0] == "running", timeout=60, what="the source to run")  # copy done
     with upstream.admin("shop") as admin:
         admin.execute(f"INSERT INTO typed SELECT 3, {COLUMNS.split(', ', 1)[1]} FROM typed WHERE id = 1")
         admin.execute("SET TimeZone = 'UTC'")

@@ -60,6 +60,12 @@ def quote(name: str) -> str:
 NUMERIC_COLLATION = "icesink_numeric"
 
 
+def _exact_real(value):
+    """A REAL as the change log keeps it: text that reads back as the same double (SQLite's JSON keeps 15 digits of
+    17, and would turn 0.30000000000000004 into 0.3)."""
+    return repr(value) if isinstance(value, float) else value
+
+
 def _compare_numeric(a: str, b: str) -> int:
     """numeric values are kept as exact decimal text; comparing them as text would put '9.50' above '10.00'."""
     try:
@@ -105,6 +111,7 @@ class TableStore:
         with database_errors(path, "engine tables"):
             self.db = connect_wal(path)
             self.db.create_function("icesink_in", 3, sql_function(column_input), deterministic=True)
+            self.db.create_function("icesink_real", 1, _exact_real, deterministic=True)
             self.db.create_collation(NUMERIC_COLLATION, _compare_numeric)
             self.db.execute("PRAGMA synchronous = FULL")  # a write returns only once it is on disk
             self.db.execute("CREATE TABLE IF NOT EXISTS changes (offset INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -132,8 +139,11 @@ class TableStore:
 
     def _log_triggers(self, table_id: str, columns) -> None:
         table = quote(storage_name(table_id))
-        new = "json_array(" + ", ".join(f"NEW.{quote(c.name)}" for c in columns) + ")"
-        old = "json_array(" + ", ".join(f"OLD.{quote(c.name)}" for c in columns) + ")"
+        def logged(row: str, column: Column) -> str:
+            value = f"{row}.{quote(column.name)}"
+            return f"icesink_real({value})" if _affinity(column.type) == "REAL" else value
+        new = "json_array(" + ", ".join(logged("NEW", c) for c in columns) + ")"
+        old = "json_array(" + ", ".join(logged("OLD", c) for c in columns) + ")"
         log = f"INSERT INTO changes (table_id, diff, ts, row) VALUES ('{table_id}', {{diff}}, {NOW_MS}, {{row}});"
         for event, body in (("INSERT", log.format(diff=1, row=new)), ("DELETE", log.format(diff=-1, row=old)),
                             ("UPDATE", log.format(diff=-1, row=old) + log.format(diff=1, row=new))):

@@ -22,7 +22,7 @@ log = logging.getLogger("icesink.sink")
 ROWS_PER_PARTITION = 250_000
 ROWS_PER_BATCH = 50_000
 # logged as JSON already holds them as Arrow takes them: no decoding
-_AS_LOGGED = {"smallint", "integer", "bigint", "double precision", "text", "jsonb", "uuid", "interval", "time"}
+_AS_LOGGED = {"smallint", "integer", "bigint", "text", "jsonb", "uuid", "interval", "time"}
 
 
 def change_schema(columns: list[dict]) -> StructType:
