@@ -276,7 +276,6 @@ class PostgresIngestion:
             self.lsn = lsn_int(consistent)
             db.execute("INSERT INTO source_progress VALUES (?, ?, ?)", (self.source.id, self.slot, self.lsn))
             db.execute("DELETE FROM source_tables WHERE source_id = ?", (self.source.id,))
-        crash_point("source-copied")
         log.info("source %s: copied %d rows as of %s", self.source.name, self._staged, consistent)
 
     def _copy_added(self, store: TableStore) -> None:
