@@ -99,6 +99,9 @@ def _check(batch: pa.RecordBatch, columns: list[Column]) -> None:
     for column, values in zip(columns, batch.columns):
         if column.type in _INTEGERS or column.type == "text":
             continue
+        zone = _ZONES.get(column.type)
+        if zone is not None and _printed(values, zone):  # valid as Postgres printed them: no need to convert
+            continue
         try:
             _stored(column.type)(values)
         except (ValueError, TypeError, OverflowError) as exc:
@@ -181,11 +184,16 @@ def _stored(type_name: str):
     return timestamps
 
 
+def _printed(column: pa.Array, zone: str) -> bool:
+    """Whether every timestamp is in the form Postgres prints for years 1 to 9999 (or NULL)."""
+    printed = pc.match_substring_regex(column, PRINTED_TIMESTAMP + re.escape(zone) + "$")
+    return pc.all(pc.or_kleene(printed, pc.is_null(column))).as_py()
+
+
 def _stored_timestamps(column: pa.Array, zone: str) -> pa.Array | None:
     """Timestamps rewritten as replicated_input does it one by one, all at once; None when one of them is not in
     the form Postgres prints (a year before 1 or after 9999), to be taken one by one."""
-    printed = pc.match_substring_regex(column, PRINTED_TIMESTAMP + re.escape(zone) + "$")
-    if not pc.all(pc.or_kleene(printed, pc.is_null(column))).as_py():
+    if not _printed(column, zone):
         return None
     bare = pc.replace_substring_regex(column, re.escape(zone) + "$", "") if zone else column
     six = pc.utf8_slice_codeunits(pc.binary_join_element_wise(bare, "000000", ""), 0, 26)
