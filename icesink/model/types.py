@@ -56,3 +56,15 @@ def decoder(type_name: str):
         "bytea": lambda v: bytes(v) if not isinstance(v, str) else bytes.fromhex(v.removeprefix("\\x")),
     }.get(base, str)
     return lambda v: None if v is None else convert(v)
+
+
+# stored (and logged as JSON) as Arrow takes them for their Spark type: no decoding
+_AS_STORED = {"smallint", "integer", "bigint", "text", "jsonb", "uuid", "interval", "time"}
+
+
+def column_decoder(type_name: str):
+    """decoder() for a whole column: from a list of stored values to the Python values Arrow takes."""
+    if type_name in _AS_STORED:
+        return list
+    decode = decoder(type_name)
+    return lambda values: [decode(v) for v in values]

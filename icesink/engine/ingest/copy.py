@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from ...model.types import Column, decoder
+from ...model.types import Column, column_decoder
 from ..values import PRINTED_TIMESTAMP, replicated_input
 
 BLOCK_BYTES = 8 << 20
@@ -22,8 +22,6 @@ CHUNK_BYTES = 1 << 20
 SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"  # values in the form engine tables take
 _INTEGERS = {"smallint", "integer", "bigint"}
 _ZONES = {"timestamp with time zone": "+00", "timestamp": ""}
-# stored values a sink writes as they are
-_AS_STORED = {"jsonb", "uuid", "interval", "time"}
 
 
 class _CopyStream(io.RawIOBase):
@@ -150,9 +148,6 @@ def spark_arrays(batch: pa.RecordBatch, columns: list[Column], types: list[pa.Da
         if column.type in _INTEGERS or column.type == "text":
             arrays.append(values.cast(target))
             continue
-        if column.type in _AS_STORED:
-            arrays.append(pa.array(_stored(column.type)(values), type=target))
-            continue
         zone = _ZONES.get(column.type)
         stored = _stored_timestamps(values, zone) if zone is not None else None
         if stored is not None:
@@ -161,8 +156,7 @@ def spark_arrays(batch: pa.RecordBatch, columns: list[Column], types: list[pa.Da
                 continue
             except pa.ArrowInvalid:  # a year Arrow does not parse: one by one, as the change log's values
                 pass
-        decode = decoder(column.type)
-        arrays.append(pa.array([decode(v) for v in _stored(column.type)(values)], type=target))
+        arrays.append(pa.array(column_decoder(column.type)(_stored(column.type)(values)), type=target))
     return arrays
 
 

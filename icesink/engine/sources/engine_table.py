@@ -12,7 +12,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from ...model.frontier import Frontier
-from ...model.types import Column, decoder
+from ...model.types import Column, column_decoder, decoder
 from ..columns import spark_type
 from ..tables import TableStore
 from .base import Input, ProgressBehindInput
@@ -21,8 +21,6 @@ OFFSET, DIFF, TS = "_icesink_offset", "_icesink_diff", "_icesink_ts"
 log = logging.getLogger("icesink.sink")
 ROWS_PER_PARTITION = 250_000
 ROWS_PER_BATCH = 50_000
-# logged as JSON already holds them as Arrow takes them: no decoding
-_AS_LOGGED = {"smallint", "integer", "bigint", "text", "jsonb", "uuid", "interval", "time"}
 
 
 def change_schema(columns: list[dict]) -> StructType:
@@ -119,7 +117,7 @@ class EngineTableReader(DataSourceStreamReader):
         if isinstance(partition, BaseRange):
             yield from self._read_base(partition, schema)
             return
-        decoders = [_column_decoder(c["type"]) for c in self.columns]
+        decoders = [column_decoder(c["type"]) for c in self.columns]
         width = len(decoders)
         store = TableStore(self.data_dir)
         try:
@@ -168,14 +166,6 @@ class EngineTableReader(DataSourceStreamReader):
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the sink acknowledges what it committed to Iceberg, not what Spark read."""
-
-
-def _column_decoder(type_name: str):
-    """From a column's logged values to the Python values Arrow takes for its Spark type."""
-    if type_name in _AS_LOGGED:
-        return list
-    decode = decoder(type_name)
-    return lambda values: [decode(v) for v in values]
 
 
 def _undecodable(columns: list[dict], chunk, index: int) -> str:
