@@ -118,6 +118,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=60, help="how long changes are made")
     parser.add_argument("--interval", default="5s", help="COMMIT INTERVAL")
     parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--no-sink", action="store_true",
+                        help="no sink: how fast icesink's store takes changes with the cores to itself")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -145,8 +147,9 @@ def main() -> None:
     session.execute(f"""CREATE SECRET pg_pass AS '{PASSWORD}';
         CREATE CONNECTION pg TO POSTGRES (HOST '127.0.0.1', PORT {server.port}, USER 'repl', PASSWORD SECRET pg_pass);
         CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
-        CREATE SOURCE src FROM POSTGRES CONNECTION pg (PUBLICATION 'bench') FOR TABLES (t);
-        CREATE SINK t_lake FROM t INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'bench', TABLE 't')
+        CREATE SOURCE src FROM POSTGRES CONNECTION pg (PUBLICATION 'bench') FOR TABLES (t);""")
+    if not args.no_sink:
+        session.execute(f"""CREATE SINK t_lake FROM t INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'bench', TABLE 't')
           KEY (id) ENFORCED ENVELOPE UPSERT WITH (COMMIT INTERVAL '{args.interval}');""")
     catalog = connector_for(session.catalog.get("lake"), session.executor.secret_value,
                             session.catalog).load_catalog()
@@ -183,15 +186,16 @@ def main() -> None:
     while None in (copied_at, visible_at, running_at):
         now = time.time()
         copied_at = copied_at or (now if staged() >= args.rows + 1 else None)
-        visible_at = visible_at or (now if committed_rows() >= args.rows + 1 else None)
+        visible_at = visible_at or (now if args.no_sink or committed_rows() >= args.rows + 1 else None)
         running_at = running_at or (now if running() else None)
         time.sleep(0.2)
 
     def rate(at: float) -> str:
         return f"{(args.rows + 1) / (at - started):,.0f} rows/s ({at - started:.1f}s, " \
                f"{100 * (args.rows + 1) / (at - started) / raw:.0f}% of raw COPY)"
+    visible = "no sink" if args.no_sink else rate(visible_at)
     print(f"initial copy to Parquet files: {rate(copied_at)}; all rows visible in the Iceberg table: "
-          f"{rate(visible_at)}; rows in icesink's store, changes followed from then on: {rate(running_at)}",
+          f"{visible}; rows in icesink's store, changes followed from then on: {rate(running_at)}",
           flush=True)
 
     markers: list[float] = []  # the marker row's values, each a commit time upstream
@@ -235,6 +239,8 @@ def main() -> None:
                 wal_at_stop = lsn_int(db.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
         if stopped_at is not None and ingested_at is None and held() >= wal_at_stop:
             ingested_at = time.time()
+            if args.no_sink:
+                break
         table = iceberg_table()
         snapshot = table.current_snapshot().snapshot_id if table is not None else None
         if snapshot != last_snapshot:
@@ -258,8 +264,9 @@ def main() -> None:
           f"events/s end to end (icesink's store held them all {(ingested_at or caught_up) - stopped_at:.1f}s "
           f"after they stopped: {events / ((ingested_at or caught_up) - changes_started):,.0f} events/s ingested)",
           flush=True)
-    print(f"freshness (upstream commit -> visible in Iceberg): p50 {percentile(freshness, 0.5):.1f}s, "
-          f"p95 {percentile(freshness, 0.95):.1f}s over {len(freshness)} markers")
+    if not args.no_sink:
+        print(f"freshness (upstream commit -> visible in Iceberg): p50 {percentile(freshness, 0.5):.1f}s, "
+              f"p95 {percentile(freshness, 0.95):.1f}s over {len(freshness)} markers")
     print(f"peak memory of icesink's processes (driver, Spark JVM, workers): {memory.peak / 2**20:,.0f} MiB")
 
 

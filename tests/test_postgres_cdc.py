@@ -93,7 +93,7 @@ def test_snapshot_then_every_kind_of_change(session, scheduler, upstream):
     big = "x" * 100_000
     with upstream.admin("shop") as admin:
         admin.execute("INSERT INTO orders SELECT n, n * 1.5, 'note ' || n FROM generate_series(1, 1000) n")
-        admin.execute("UPDATE orders SET note = %s WHERE id = 7", (big,))
+        admin.execute("UPDATE orders SET note = %s WHERE id IN (7, 8)", (big,))
     session.execute(SETUP.format(password=PASSWORD, port=upstream.port))
     assert len(in_sync(session, upstream)) == 1000  # the initial copy
 
@@ -105,8 +105,15 @@ def test_snapshot_then_every_kind_of_change(session, scheduler, upstream):
         with admin.transaction():  # one upstream transaction, one commit
             admin.execute("UPDATE orders SET note = 'moved' WHERE id = 2")
             admin.execute("DELETE FROM orders WHERE id = 3")
+        with admin.transaction():  # a key's changes within one batch are folded: each must keep its meaning
+            admin.execute("INSERT INTO orders VALUES (3000, 1.00, %s), (4000, 1.00, 'gone')", (big + "y",))
+            admin.execute("UPDATE orders SET amount = 2.00 WHERE id = 3000")  # its note unsent, its row not stored
+            admin.execute("UPDATE orders SET id = 3001 WHERE id = 8")  # a stored row moves, its note unsent
+            admin.execute("DELETE FROM orders WHERE id IN (4000, 5)")
+            admin.execute("UPDATE orders SET id = 5 WHERE id = 3001")  # and again, onto a key deleted before
     synced = in_sync(session, upstream)
-    assert dict((r[0], r[2]) for r in synced)[7] == big  # never written as NULL
+    notes = dict((r[0], r[2]) for r in synced)
+    assert notes[7] == big and notes[5] == big and notes[3000] == big + "y"  # never written as NULL
     assert 2000 in {r[0] for r in synced} and 1 not in {r[0] for r in synced}
 
     with upstream.admin("shop") as admin:

@@ -18,7 +18,6 @@ import logging
 import os
 import shutil
 import threading
-from functools import cached_property
 from pathlib import Path
 
 from psycopg import sql
@@ -30,11 +29,11 @@ from ...errors import first_line
 from ..failures import NeedsAction
 from ..faults import crash_point
 from ..tables import TableStore, base_dir, quote, storage_name
-from ..values import replicated_input
 from .copy import SESSION, CopyRefused, base_batches, stored_rows, write_base
 from .parallel_copy import PAGES_PER_TASK, PARALLEL_PAGES, Cancelled, copy_on_executors, page_ranges, range_query
-from .pgoutput import UNCHANGED, Change, Decoder, Relation, Transaction, lsn_int, lsn_text
+from .pgoutput import Decoder, Transaction, lsn_int, lsn_text
 from .schema import SchemaChanged, UpstreamTypes, reconcile, relation_types, table_types
+from .subsource import Subsource
 
 log = logging.getLogger("icesink.ingest")
 # changes per store transaction: changes to random keys dirty a page each, and a larger transaction writes a page
@@ -88,100 +87,6 @@ def copy_later(store: TableStore, object_id: str, source_id: str) -> None:
     store.db.execute("INSERT INTO source_tables VALUES (?, ?, NULL)", (object_id, source_id))
 
 
-class _Subsource:
-    """Where one upstream table's rows live locally, and how its upstream columns map onto them."""
-
-    def __init__(self, obj: CatalogObject):
-        self.obj = obj
-        self.columns = list(obj.descriptor.columns)
-        self.table = quote(storage_name(obj.id))
-        self.inputs = [replicated_input(c.type) for c in self.columns]
-        self.key = list(obj.descriptor.primary_key)
-        self.relation: Relation | None = None  # the upstream's last description of the table (pgoutput 'R')
-        self.copied_at = 0  # for a table copied after the source's first copy: the LSN its copy holds up to
-        self.positions: list[int] = []  # upstream position of each local column, from `relation`
-        self.missing: list = []  # what each upstream column holds in rows written before it was added
-        self.insert_sql = (f"INSERT INTO {self.table} ({', '.join(quote(c.name) for c in self.columns)}) VALUES "
-                           f"({', '.join('?' * len(self.columns))})")
-        self._updates: dict[tuple, str] = {}  # by which columns an update sets, and its condition
-        self._key_where: str | None = None
-        self._key_at: list[int] = []
-
-    def bind(self, relation: Relation, missing: dict[str, str]) -> None:
-        """`relation` has this subsource's columns (schema.reconcile said so); `missing` is what a row written
-        before a column was added holds in it."""
-        self.positions = [relation.columns.index(c.name) for c in self.columns]
-        self.missing = [missing.get(c) for c in relation.columns]
-        self.relation = relation
-
-    def values(self, row: list) -> list:
-        if len(row) < len(self.missing):  # a tuple written before columns were added ends before them
-            row = row + self.missing[len(row):]
-        return [row[p] for p in self.positions]
-
-    def convert(self, values: list) -> list:
-        return [v if v is None or v is UNCHANGED else f(v) for f, v in zip(self.inputs, values)]
-
-    def insert(self, db, values: list) -> None:
-        db.execute(self.insert_sql, self.convert(values))
-
-    def batched(self, change: Change) -> tuple[str, list] | None:
-        """The change as one row of a statement run for many (`executemany`), when it can be: an insert, an
-        update that keeps the key and sends every value, a delete by key. None: apply it alone."""
-        if change.kind == "insert" or (change.kind == "update" and change.old is None and self.key):
-            new = self.values(change.new)
-            if UNCHANGED in new:
-                return None
-            return ("upsert" if self.key else "insert"), self.convert(new)
-        if change.kind == "delete" and self.key:
-            return "delete", self._where(self.values(change.old))[1]
-        return None
-
-    def run(self, db, kind: str, rows: list) -> None:
-        db.executemany(self._statements[kind], rows)
-
-    @cached_property
-    def _statements(self) -> dict[str, str]:
-        names = [c.name for c in self.columns]
-        assignments = ", ".join(f"{quote(n)} = excluded.{quote(n)}" for n in names if n not in self.key)
-        conflict = f"DO UPDATE SET {assignments}" if assignments else "DO NOTHING"
-        return {"insert": self.insert_sql,
-                # an update is an upsert: a row that is not there (which cannot be) is written all the same
-                "upsert": f"{self.insert_sql} ON CONFLICT ({', '.join(map(quote, self.key))}) {conflict}",
-                "delete": f"DELETE FROM {self.table} WHERE " + " AND ".join(f"{quote(k)} = ?" for k in self.key)}
-
-    def _where(self, old: list) -> tuple[str, list]:
-        if self.key:
-            if self._key_where is None:
-                names = [c.name for c in self.columns]
-                self._key_at = [names.index(k) for k in self.key]
-                self._key_where = " AND ".join(f"{quote(k)} = ?" for k in self.key)
-            return self._key_where, [self.inputs[i](old[i]) if old[i] is not None else None for i in self._key_at]
-        # REPLICA IDENTITY FULL without a key: the first row equal to the old one
-        condition = " AND ".join(f"{quote(c.name)} IS ?" for c in self.columns)
-        return f"rowid = (SELECT rowid FROM {self.table} WHERE {condition} LIMIT 1)", self.convert(old)
-
-    def update(self, db, old: list | None, new: list) -> None:
-        # no old tuple: the key did not change; 'K' has the key's columns (the rest NULL), 'O' the whole old row
-        where, params = self._where(old if old is not None else new)
-        converted = self.convert(new)
-        sets = tuple(v is not UNCHANGED for v in converted)
-        statement = self._updates.get((sets, where))
-        if statement is None:
-            assignments = ", ".join(f"{quote(c.name)} = ?" for c, s in zip(self.columns, sets) if s)
-            statement = self._updates[(sets, where)] = f"UPDATE {self.table} SET {assignments} WHERE {where}"
-        touched = db.execute(statement, [v for v in converted if v is not UNCHANGED] + params).rowcount
-        if touched == 0 and UNCHANGED not in new:  # a row the copy missed cannot be, but keep the newest anyway
-            self.insert(db, new)
-
-    def delete(self, db, old: list) -> None:
-        where, params = self._where(old)
-        db.execute(f"DELETE FROM {self.table} WHERE {where}", params)
-
-    def truncate(self, db) -> None:
-        db.execute(f"DELETE FROM {self.table}")
-
-
 class PostgresIngestion:
     """One source's replication, run by the scheduler in a thread of its own until stopped or failed."""
 
@@ -190,7 +95,7 @@ class PostgresIngestion:
         self.descriptor = source.descriptor
         self.connector = connector_for(catalog.get_by_id(self.descriptor.connection_id), secret, catalog)
         self.slot = slot_name(catalog, source.id)
-        self.subsources = {o.descriptor.upstream: _Subsource(o) for o in replicated_relations(catalog, source.id)}
+        self.subsources = {o.descriptor.upstream: Subsource(o) for o in replicated_relations(catalog, source.id)}
         self.decoder = Decoder()
         self.stopping = threading.Event()
         self.lsn = 0  # every change up to here is in the local copy
@@ -331,7 +236,7 @@ class PostgresIngestion:
             reconcile(sub.obj.id, qualified, tuple(sub.columns),
                       table_types(describe(upstream, *qualified.split(".", 1))), self.descriptor)
 
-    def _copy(self, upstream, snapshot: str, sub: _Subsource, rows: int, pages: int) -> list[tuple[str, int]]:
+    def _copy(self, upstream, snapshot: str, sub: Subsource, rows: int, pages: int) -> list[tuple[str, int]]:
         """One table as of the transaction's snapshot, by this connection or, when large, by Spark's executors."""
         schema, name = sub.obj.descriptor.upstream.split(".", 1)
         directory = base_dir(self.catalog.data_dir, sub.obj.id)
@@ -426,23 +331,20 @@ class PostgresIngestion:
         transactions = [t for t in (self.decoder.feed(bytes(data)) for (data,) in rows) if t is not None]
         self._count(messages_staged=len(rows), bytes_staged=sum(len(data) for (data,) in rows), offset_known=known)
         fresh = [t for t in transactions if t.end_lsn > self.lsn]  # applied before a crash: skipped
-        changed = None
-        if fresh:
-            with store.transaction() as db:
-                applied = self.lsn
-                for transaction in fresh:
-                    db.execute("SAVEPOINT one")
-                    try:
-                        self._apply(db, transaction)
-                    except SchemaChanged as exc:  # what came before is kept: the new columns are given to it
-                        db.execute("ROLLBACK TO one")
-                        changed = exc
-                        break
-                    db.execute("RELEASE one")
-                    applied = transaction.end_lsn
-                if applied > self.lsn:
-                    self.lsn = applied
-                    db.execute("UPDATE source_progress SET lsn = ? WHERE source_id = ?", (self.lsn, self.source.id))
+        changed, end = None, len(fresh)
+        while end:
+            try:
+                with store.transaction() as db:
+                    self._apply(db, fresh[:end])
+                    db.execute("UPDATE source_progress SET lsn = ? WHERE source_id = ?",
+                                (fresh[end - 1].end_lsn, self.source.id))
+            except SchemaChanged as exc:  # rolled back: the transactions before it again, kept this time
+                for sub in self.subsources.values():
+                    sub.discard()
+                changed, end = exc, exc.transactions_before
+                continue
+            self.lsn = fresh[end - 1].end_lsn
+            break
         # with nothing left to read, everything the server had written when asked is either held or not published
         self._count(offset_committed=self.lsn if rows else max(self.lsn, known))
         done = self.lsn if changed else transactions[-1].end_lsn if transactions else None  # never below the slot's
@@ -452,37 +354,32 @@ class PostgresIngestion:
             raise changed
         return len(fresh)
 
-    def _apply(self, db, transaction: Transaction) -> None:
-        """In order; consecutive changes of one kind to one subsource run as one statement for many rows."""
-        run: list = []
-        runs = None  # (subsource, kind) of `run`
+    def _apply(self, db, transactions: list[Transaction]) -> None:
+        """Applies the transactions, folded per key (subsource.py). A schema change that stops them short says
+        how many came before it: the caller rolls back and applies those again (a savepoint to roll back to
+        instead would copy every page the batch changes once more, which halves the rate)."""
+        for before, transaction in enumerate(transactions):
+            try:
+                self._stage(db, transaction)
+            except SchemaChanged as exc:
+                exc.transactions_before = before
+                raise
+        for sub in self.subsources.values():
+            sub.flush(db)
+
+    def _stage(self, db, transaction: Transaction) -> None:
         for change in transaction.changes:
             if change.kind == "truncate":
                 for oid in change.relations:
                     sub = self._target(oid, transaction)
                     if sub is not None:
-                        if run:
-                            runs[0].run(db, runs[1], run)
-                            run = []
                         sub.truncate(db)
                 continue
             sub = self._target(change.relation, transaction)
-            if sub is None:
-                continue
-            batched = sub.batched(change)
-            if batched is None or (sub, batched[0]) != runs:
-                if run:
-                    runs[0].run(db, runs[1], run)
-                    run = []
-                runs = (sub, batched[0]) if batched is not None else None
-            if batched is None:
-                self._apply_row(db, sub, change)
-            else:
-                run.append(batched[1])
-        if run:
-            runs[0].run(db, runs[1], run)
+            if sub is not None:
+                sub.stage(db, change)
 
-    def _target(self, oid: int, transaction: Transaction) -> _Subsource | None:
+    def _target(self, oid: int, transaction: Transaction) -> Subsource | None:
         relation = self.decoder.relations[oid]
         sub = self.subsources.get(relation.qualified)
         if sub is not None and transaction.end_lsn <= sub.copied_at:
@@ -493,13 +390,6 @@ class PostgresIngestion:
                       self.descriptor, missing)
             sub.bind(relation, missing)
         return sub
-
-    @staticmethod
-    def _apply_row(db, sub: _Subsource, change: Change) -> None:
-        if change.kind == "update":
-            sub.update(db, sub.values(change.old) if change.old is not None else None, sub.values(change.new))
-        elif change.kind == "delete":
-            sub.delete(db, sub.values(change.old))
 
 
 def replicated_relations(catalog: Catalog, source_id: str) -> list[CatalogObject]:

@@ -31,6 +31,7 @@ class SchemaChanged(Exception):
     def __init__(self, subsource_id: str, table: str, columns: tuple[Column, ...], fills: dict[str, str]):
         super().__init__(f"upstream table {table} changed its columns")
         self.subsource_id, self.table, self.columns, self.fills = subsource_id, table, columns, fills
+        self.transactions_before = 0  # of the batch being applied, those that came before the change
 
 
 class UpstreamTypes:
