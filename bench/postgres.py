@@ -1,12 +1,12 @@
 """Postgres source into an Iceberg sink (local catalog), against a PostgreSQL 15 started on 127.0.0.1 for the run:
 
-    .venv/bin/python bench/postgres.py --rows 1000000 --seconds 60 [--interval 5s]
+    .venv/bin/python bench/postgres.py --rows 1000000 --seconds 60 [--interval 5s] [--no-sink]
 
 Prints, in one run: the raw `COPY … TO STDOUT` speed of a --rows, 4-column table; the initial copy (rows/s) to
 Parquet files, to the Iceberg table, and into icesink's store, after which changes are followed; sustained change
 events/s end to end (mixed inserts, updates and deletes on random keys over the whole key space, committed upstream
 as fast as two clients can, until Iceberg holds the last one); p50/p95 freshness (an upstream commit -> visible in Iceberg), and peak memory of icesink's processes
-(driver and Spark). A figure, not a test.
+(driver and Spark). With --no-sink, no sink runs: what icesink's store alone takes. A figure, not a test.
 """
 from __future__ import annotations
 
