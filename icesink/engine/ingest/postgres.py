@@ -28,7 +28,7 @@ from ...catalog_connections.postgres_upstream import describe, missing_values
 from ...errors import first_line
 from ..failures import NeedsAction
 from ..faults import crash_point
-from ..tables import TableStore, base_dir, quote, storage_name
+from ..tables import TableStore, base_dir
 from .copy import SESSION, CopyRefused, base_batches, stored_rows, write_base
 from .parallel_copy import PAGES_PER_TASK, PARALLEL_PAGES, Cancelled, copy_on_executors, page_ranges, range_query
 from .pgoutput import Decoder, Transaction, lsn_int, lsn_text
