@@ -109,9 +109,12 @@ CREATE SCHEMA audit;
 CREATE TABLE audit.trail (id int PRIMARY KEY, what text);
 CREATE TABLE unpublished (id int PRIMARY KEY);
 CREATE TABLE private (id int PRIMARY KEY);
+CREATE TABLE badges (id int PRIMARY KEY, code text NOT NULL UNIQUE);
+ALTER TABLE badges REPLICA IDENTITY USING INDEX badges_code_key;
+CREATE PUBLICATION badges FOR TABLE badges;
 CREATE PUBLICATION icesink FOR TABLE orders, customers, events, logs, hosts, audit.trail, private;
 GRANT USAGE ON SCHEMA audit TO repl;
-GRANT SELECT ON orders, customers, events, logs, hosts, audit.trail, unpublished TO repl;
+GRANT SELECT ON orders, customers, events, logs, hosts, audit.trail, unpublished, badges TO repl;
 """
 
 
@@ -176,6 +179,10 @@ def test_all_tables_and_schemas_become_subsources(pg, upstream):
     ("(PUBLICATION 'icesink') FOR TABLES (events)",
      "source 'src': table public.events has neither a primary key nor REPLICA IDENTITY FULL, so its updates and "
      "deletes cannot be replicated: ALTER TABLE public.events REPLICA IDENTITY FULL (or add a primary key)"),
+    ("(PUBLICATION 'badges') FOR TABLES (badges)",
+     "source 'src': table public.badges identifies its updated and deleted rows upstream by index badges_code_key "
+     "only, and icesink matches them by the primary key or the whole row: ALTER TABLE public.badges REPLICA "
+     "IDENTITY DEFAULT (or FULL)"),
     ("(PUBLICATION 'icesink') FOR TABLES (hosts)",
      "source 'src': column \"address\" of table public.hosts has type inet, which icesink cannot replicate as "
      "such: name it in TEXT COLUMNS (hosts.address) to replicate it as text, or in EXCLUDE COLUMNS to leave it out"),

@@ -26,6 +26,7 @@ class UpstreamTable:
     columns: tuple[UpstreamColumn, ...]
     primary_key: tuple[str, ...]
     replica_identity: str  # 'd' default (the primary key), 'f' full, 'i' an index, 'n' nothing
+    identity_index: tuple[str, ...] = ()  # with 'i': the index's name, then its columns
 
     @property
     def qualified(self) -> str:
@@ -50,6 +51,18 @@ LEFT JOIN pg_type et ON et.oid = eb.root
 WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY a.attnum
 """
+_IDENTITY_INDEX = """
+SELECT name FROM (
+  SELECT 0 AS n, c.relname::text AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+  WHERE i.indrelid = %(table)s::regclass AND i.indisreplident
+  UNION ALL
+  SELECT k.n, a.attname::text FROM pg_index i
+  JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) ON true
+  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+  WHERE i.indrelid = %(table)s::regclass AND i.indisreplident
+) found ORDER BY n
+"""
+
 _PRIMARY_KEY = """
 SELECT a.attname FROM pg_index i
 JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) ON true
@@ -86,7 +99,10 @@ def describe(connection, schema: str, name: str) -> UpstreamTable:
     primary_key = tuple(row[0] for row in connection.execute(_PRIMARY_KEY, (relation,)).fetchall())
     identity = connection.execute("SELECT relreplident FROM pg_class WHERE oid = %s::regclass",
                                   (relation,)).fetchone()[0]
-    return UpstreamTable(schema, name, columns, primary_key, identity)
+    index = ()
+    if identity == "i":
+        index = tuple(row[0] for row in connection.execute(_IDENTITY_INDEX, {"table": relation}).fetchall())
+    return UpstreamTable(schema, name, columns, primary_key, identity, index)
 
 
 def _quoted(schema: str, name: str) -> str:

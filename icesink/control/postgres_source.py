@@ -118,6 +118,12 @@ def _columns(source_name: str, table: UpstreamTable, source: PostgresSourceDescr
         raise PlanError(f"source '{source_name}': table {table.qualified} has neither a primary key nor REPLICA "
                         f"IDENTITY FULL, so its updates and deletes cannot be replicated: ALTER TABLE "
                         f"{table.qualified} REPLICA IDENTITY FULL (or add a primary key)")
+    if table.replica_identity == "i" and not (table.primary_key and
+                                              set(table.primary_key) <= set(table.identity_index[1:])):
+        fix = "REPLICA IDENTITY DEFAULT (or FULL)" if table.primary_key else "REPLICA IDENTITY FULL"
+        raise PlanError(f"source '{source_name}': table {table.qualified} identifies its updated and deleted rows "
+                        f"upstream by index {table.identity_index[0]} only, and icesink matches them by the primary "
+                        f"key or the whole row: ALTER TABLE {table.qualified} {fix}")
     as_text = {c for ref in source.text_columns if (c := referenced_column(ref, table.qualified))}
     excluded = {c for ref in source.exclude_columns if (c := referenced_column(ref, table.qualified))}
     columns = tuple(Column(c.name, "text" if c.name in as_text else _type(source_name, table, c), not c.not_null)
