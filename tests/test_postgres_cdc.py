@@ -391,6 +391,16 @@ def test_a_change_iceberg_cannot_follow_stalls_the_source_with_what_to_do(sessio
     session.execute(SETUP.split(";", 3)[3].replace("TABLE 'orders'", "TABLE 'orders_now'"))
     assert in_sync(session, upstream, columns="id, amount") == [(1, 1)]
 
+    with upstream.admin("shop") as admin:  # deletions would name rows by amount, which the copy cannot match
+        admin.execute("CREATE UNIQUE INDEX orders_amount ON orders (amount);"
+                      "ALTER TABLE orders REPLICA IDENTITY USING INDEX orders_amount")
+        admin.execute("DELETE FROM orders WHERE id = 1")
+    status, error = wait_for(lambda: source_status(session)[0] == "stalled" and source_status(session),
+                             timeout=60, what="the source to stall")
+    assert error == ("upstream table public.orders now identifies its updated and deleted rows by an index that does "
+                     "not hold its primary key, so icesink cannot match them: ALTER TABLE public.orders REPLICA "
+                     "IDENTITY DEFAULT (or FULL), then recreate the source (DROP SOURCE … CASCADE, then CREATE SOURCE)")
+
 
 def test_a_table_created_from_the_running_source_is_copied_then_replicated(session, scheduler, upstream,
                                                                          monkeypatch):

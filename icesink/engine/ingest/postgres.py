@@ -32,7 +32,7 @@ from ..tables import TableStore, base_dir
 from .copy import SESSION, CopyRefused, base_batches, stored_rows, write_base
 from .parallel_copy import PAGES_PER_TASK, PARALLEL_PAGES, Cancelled, copy_on_executors, page_ranges, range_query
 from .pgoutput import Decoder, Transaction, lsn_int, lsn_text
-from .schema import SchemaChanged, UpstreamTypes, reconcile, relation_types, table_types
+from .schema import SchemaChanged, UpstreamTypes, matched_by_key, reconcile, relation_types, table_types
 from .subsource import Subsource
 
 log = logging.getLogger("icesink.ingest")
@@ -388,6 +388,7 @@ class PostgresIngestion:
             missing = missing_values(self.upstream, relation.schema, relation.name)
             reconcile(sub.obj.id, relation.qualified, tuple(sub.columns), relation_types(relation, self.types),
                       self.descriptor, missing)
+            matched_by_key(relation, sub.key)
             sub.bind(relation, missing)
         return sub
 

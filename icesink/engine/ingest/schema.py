@@ -95,6 +95,16 @@ def reconcile(subsource_id: str, table: str, columns: tuple[Column, ...], upstre
         raise SchemaChanged(subsource_id, table, tuple(evolved), kept)
 
 
+def matched_by_key(relation: Relation, key) -> None:
+    """Updates and deletions name their row by the table's replica identity: with an index, it must hold the key
+    the local copy matches rows by (CREATE SOURCE checks it too, but the table may change since)."""
+    if relation.replica_identity == "i" and not (key and set(key) <= set(relation.key_columns)):
+        raise UpstreamChanged(f"upstream table {relation.qualified} now identifies its updated and deleted rows by an "
+                              "index that does not hold its primary key, so icesink cannot match them: ALTER TABLE "
+                              f"{relation.qualified} REPLICA IDENTITY DEFAULT (or FULL), then recreate the source "
+                              "(DROP SOURCE … CASCADE, then CREATE SOURCE)")
+
+
 def follow(catalog: Catalog, store: TableStore, change: SchemaChanged) -> None:
     """Gives the subsource, its local table and the sinks reading it the new columns. The local table first: were
     icesink to stop in between, the replication would find the catalog behind and do it again."""
