@@ -26,7 +26,8 @@ class UpstreamTable:
     columns: tuple[UpstreamColumn, ...]
     primary_key: tuple[str, ...]
     replica_identity: str  # 'd' default (the primary key), 'f' full, 'i' an index, 'n' nothing
-    identity_index: tuple[str, ...] = ()  # with 'i': the index's name, then its columns
+    identity_index: str = ""  # with 'i': the index's name
+    identity_columns: tuple[str, ...] = ()  # with 'i': its columns
 
     @property
     def qualified(self) -> str:
@@ -51,24 +52,19 @@ LEFT JOIN pg_type et ON et.oid = eb.root
 WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY a.attnum
 """
-_IDENTITY_INDEX = """
-SELECT name FROM (
-  SELECT 0 AS n, c.relname::text AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-  WHERE i.indrelid = %(table)s::regclass AND i.indisreplident
-  UNION ALL
-  SELECT k.n, a.attname::text FROM pg_index i
-  JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) ON true
-  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-  WHERE i.indrelid = %(table)s::regclass AND i.indisreplident
-) found ORDER BY n
-"""
-
-_PRIMARY_KEY = """
+_INDEX_COLUMNS = """
 SELECT a.attname FROM pg_index i
 JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) ON true
 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY k.n
+WHERE i.indrelid = %s::regclass AND i.{flag} ORDER BY k.n
 """
+_PRIMARY_KEY, _IDENTITY_COLUMNS = (_INDEX_COLUMNS.format(flag=f) for f in ("indisprimary", "indisreplident"))
+
+
+def identity_holds_key(identity: str, identity_columns, key) -> bool:
+    """Whether updates and deletions name their rows by something that holds `key`, by which icesink matches them
+    (with identity 'i', an index: the one case where they may not)."""
+    return identity != "i" or bool(key) and set(key) <= set(identity_columns)
 
 
 def publication_exists(connection, publication: str) -> bool:
@@ -99,10 +95,12 @@ def describe(connection, schema: str, name: str) -> UpstreamTable:
     primary_key = tuple(row[0] for row in connection.execute(_PRIMARY_KEY, (relation,)).fetchall())
     identity = connection.execute("SELECT relreplident FROM pg_class WHERE oid = %s::regclass",
                                   (relation,)).fetchone()[0]
-    index = ()
-    if identity == "i":
-        index = tuple(row[0] for row in connection.execute(_IDENTITY_INDEX, {"table": relation}).fetchall())
-    return UpstreamTable(schema, name, columns, primary_key, identity, index)
+    if identity != "i":
+        return UpstreamTable(schema, name, columns, primary_key, identity)
+    index = connection.execute("SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = %s::regclass "
+                               "AND indisreplident", (relation,)).fetchone()[0]
+    identity_columns = tuple(row[0] for row in connection.execute(_IDENTITY_COLUMNS, (relation,)).fetchall())
+    return UpstreamTable(schema, name, columns, primary_key, identity, index, identity_columns)
 
 
 def _quoted(schema: str, name: str) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..catalog_connections.postgres_upstream import (UpstreamColumn, UpstreamTable, describe, may_read,
-                                                     publication_exists, published_tables, table_exists)
+from ..catalog_connections.postgres_upstream import (UpstreamColumn, UpstreamTable, describe, identity_holds_key,
+                                                     may_read, publication_exists, published_tables, table_exists)
 from ..catalog.store import CatalogObject
 from ..errors import PlanError, first_line
 from ..grammar.render import subsource_sql
@@ -118,11 +118,10 @@ def _columns(source_name: str, table: UpstreamTable, source: PostgresSourceDescr
         raise PlanError(f"source '{source_name}': table {table.qualified} has neither a primary key nor REPLICA "
                         f"IDENTITY FULL, so its updates and deletes cannot be replicated: ALTER TABLE "
                         f"{table.qualified} REPLICA IDENTITY FULL (or add a primary key)")
-    if table.replica_identity == "i" and not (table.primary_key and
-                                              set(table.primary_key) <= set(table.identity_index[1:])):
+    if not identity_holds_key(table.replica_identity, table.identity_columns, table.primary_key):
         fix = "REPLICA IDENTITY DEFAULT (or FULL)" if table.primary_key else "REPLICA IDENTITY FULL"
         raise PlanError(f"source '{source_name}': table {table.qualified} identifies its updated and deleted rows "
-                        f"upstream by index {table.identity_index[0]} only, and icesink matches them by the primary "
+                        f"upstream by index {table.identity_index} only, and icesink matches them by the primary "
                         f"key or the whole row: ALTER TABLE {table.qualified} {fix}")
     as_text = {c for ref in source.text_columns if (c := referenced_column(ref, table.qualified))}
     excluded = {c for ref in source.exclude_columns if (c := referenced_column(ref, table.qualified))}

@@ -9,7 +9,7 @@ import dataclasses
 import logging
 
 from ...catalog.store import Catalog
-from ...catalog_connections.postgres_upstream import UpstreamTable, describe_type
+from ...catalog_connections.postgres_upstream import UpstreamTable, describe_type, identity_holds_key
 from ...model.descriptors import referenced_column
 from ...model.postgres_types import replicated_type, widens
 from ...model.types import Column
@@ -98,7 +98,7 @@ def reconcile(subsource_id: str, table: str, columns: tuple[Column, ...], upstre
 def matched_by_key(relation: Relation, key) -> None:
     """Updates and deletions name their row by the table's replica identity: with an index, it must hold the key
     the local copy matches rows by (CREATE SOURCE checks it too, but the table may change since)."""
-    if relation.replica_identity == "i" and not (key and set(key) <= set(relation.key_columns)):
+    if not identity_holds_key(relation.replica_identity, relation.key_columns, key):
         raise UpstreamChanged(f"upstream table {relation.qualified} now identifies its updated and deleted rows by an "
                               "index that does not hold its primary key, so icesink cannot match them: ALTER TABLE "
                               f"{relation.qualified} REPLICA IDENTITY DEFAULT (or FULL), then recreate the source "
