@@ -29,7 +29,7 @@ from icesink.engine.sink.committer import Committer  # noqa: E402
 from icesink.engine.sink.table import ensure_table  # noqa: E402
 from icesink.engine.sink.writers import BatchFiles  # noqa: E402
 from icesink.model.descriptors import SinkDescriptor  # noqa: E402
-from icesink.model.frontier import Frontier  # noqa: E402
+from icesink.model.frontier import Offset  # noqa: E402
 from icesink.model.types import Column  # noqa: E402
 
 
@@ -49,7 +49,8 @@ def main() -> None:
     committer = Committer(lambda: catalog.load_table(("bench", "t")), "u1", 1)
     hot: list = []  # upsert: the file the previous commit wrote
 
-    def plan(table, after):
+    def plan(table, frontier):
+        after = frontier.offset
         rows = pa.table({"id": pa.array(range(after, after + args.rows), pa.int64()),
                          "v": pa.array(["x"] * args.rows), "_mz_diff": pa.array([1] * args.rows, pa.int32()),
                          "_mz_timestamp": pa.array([0] * args.rows, pa.int64())})
@@ -60,15 +61,15 @@ def main() -> None:
             replaced = {f.file_path for f in hot}
             removed = [task.file for task in table.scan().plan_files() if task.file.file_path in replaced]
         hot[:] = added
-        return BatchFiles(removed, added, args.rows, after + args.rows, 0)
+        return BatchFiles(removed, added, args.rows, [{"offset": after + args.rows}], 0)
 
     for n in range(COLD_FILES if args.mode == "upsert" else 0):
-        committer.commit(Frontier(n * args.rows), plan)
+        committer.commit(Offset(n * args.rows), plan)
     start = COLD_FILES if args.mode == "upsert" else 0
     latencies = []
     for n in range(start, start + args.commits):
         started = time.perf_counter()
-        outcome = committer.commit(Frontier(n * args.rows), plan)
+        outcome = committer.commit(Offset(n * args.rows), plan)
         committer.expire_snapshots(outcome.snapshot_id)
         latencies.append(time.perf_counter() - started)
     table = catalog.load_table(("bench", "t"))

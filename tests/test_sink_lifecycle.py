@@ -113,8 +113,8 @@ def test_a_zombie_fenced_in_its_own_batch_fails_once_and_is_not_started_again(se
     finally:
         newer.stop()
     history = [s for s, _ in statuses(session, "orders_lake")]
-    # the newer incarnation may go on recording `running`; the zombie is never started again
-    assert history.count("failed") == 1 and "starting" not in history[history.index("failed"):]
+    # the newer incarnation (the same sink id) may go on recording `running`; the zombie is never started again
+    assert history.count("failed") == 1 and set(history[history.index("failed") + 1:]) <= {"running"}
     got = duckdb_rows(iceberg_table(session, "orders_lake").metadata_location, "id, name", "1")
     assert got == [(1, "a"), (2, "b"), (3, "c")]
 

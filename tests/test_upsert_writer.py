@@ -11,7 +11,7 @@ from icesink.engine.sink.table import ensure_table
 from icesink.engine.sink.writers import KeyViolation, UpsertWriter
 from icesink.engine.sources.engine_table import change_schema
 from icesink.model.descriptors import PartitionField, SinkDescriptor
-from icesink.model.frontier import Frontier
+from icesink.model.frontier import Offset
 from icesink.model.types import Column
 from tests.readers import duckdb_rows
 
@@ -44,7 +44,7 @@ class Sink:
             self.offset += 1
             rows.append((*values, self.offset, diff, 0))
         frame = self.spark.createDataFrame(rows, change_schema(self.columns))
-        outcome = self.committer.commit(Frontier(lower), lambda table, after: self.writer.plan(frame, table, after))
+        outcome = self.committer.commit(Offset(lower), lambda table, after: self.writer.plan(frame, table, after))
         return outcome.files
 
     def read(self):

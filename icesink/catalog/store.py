@@ -18,7 +18,7 @@ from typing import Iterator, Optional
 import platformdirs
 
 from ..errors import CatalogError
-from ..model.descriptors import Descriptor, DescriptorError, SecretDescriptor, from_json
+from ..model.descriptors import Descriptor, DescriptorError, SecretDescriptor, SinkDescriptor, from_json
 from .schema import MIGRATIONS, VIEWS
 from .sqlite import connect_wal, database_errors, prepare_data_dir
 
@@ -188,9 +188,10 @@ class Catalog:
 
     def sinks_writing(self, namespace: str, table: str) -> list[CatalogObject]:
         """The sinks that write an Iceberg table of this name, in whatever catalog (one query, not one per sink)."""
+        namespace_path, table_path = SinkDescriptor.TABLE_PATHS
         return [self._row(r) for r in self.db.execute(
-            f"SELECT {self._COLUMNS} FROM objects WHERE kind = 'sink' AND json_extract(definition, '$.namespace') = ?"
-            " AND json_extract(definition, '$.table') = ? ORDER BY seq", (namespace, table))]
+            f"SELECT {self._COLUMNS} FROM objects WHERE kind = 'sink' AND json_extract(definition, ?) = ?"
+            " AND json_extract(definition, ?) = ? ORDER BY seq", (namespace_path, namespace, table_path, table))]
 
     def names(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT name FROM objects ORDER BY name")]

@@ -9,16 +9,15 @@ from ..errors import PlanError
 from ..grammar import ast
 from ..grammar.render import statement_sql
 from ..grammar.parser import parse_statement
-from ..model.descriptors import PartitionField, SinkDescriptor
+from ..model.descriptors import APPEND_COLUMNS, MZ_DIFF, MZ_TIMESTAMP, PartitionField, SinkDescriptor
 from . import options as opts
 from .binder import Binder
 from .create import exists_notice
 from .intervals import parse_interval_ms
 from .plans import CreatePlan
 from .query import Relation
-from .types import Column, check_partition_field, key_type_problem
+from .types import check_partition_field, key_type_problem
 
-APPEND_COLUMNS = ("_mz_diff", "_mz_timestamp")
 MIN_COMMIT_INTERVAL_MS = 1000
 MAX_COMMIT_INTERVAL_MS = 86_400_000  # a day: a sink that commits less often is not keeping a table in sync
 
@@ -145,13 +144,13 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
     if stmt.mode == "upsert" and not stmt.key:
         raise PlanError("MODE UPSERT requires a KEY: add KEY (column, …) before the mode", stmt.mode_pos)
     if stmt.mode == "append" and stmt.key:
-        raise PlanError("MODE APPEND does not take a KEY: every change is appended as a row with _mz_diff and "
-                        "_mz_timestamp", stmt.key[0].pos)
+        raise PlanError(f"MODE APPEND does not take a KEY: every change is appended as a row with {MZ_DIFF} and "
+                        f"{MZ_TIMESTAMP}", stmt.key[0].pos)
     if stmt.key:
         _check_key(stmt, input_obj, relation)
     if stmt.mode == "append" and relation.columns is not None:
         for column in relation.columns:
-            if column.name in APPEND_COLUMNS:
+            if column.name in (MZ_DIFF, MZ_TIMESTAMP):
                 raise PlanError(f"MODE APPEND adds the column {column.name}, which '{input_obj.name}' already has",
                                 stmt.mode_pos)
 
@@ -162,8 +161,7 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
     if relation.columns is not None:
         columns = {c.name: c for c in relation.columns}
         if stmt.mode == "append":
-            columns.update({"_mz_diff": Column("_mz_diff", "integer"),
-                            "_mz_timestamp": Column("_mz_timestamp", "bigint")})
+            columns.update({c.name: c for c in APPEND_COLUMNS})
         partition_spec = [check_partition_field(f, columns) for f in stmt.partition_by]
     else:
         partition_spec = [PartitionField(f.transform.value if f.transform else "identity", f.column.value, f.argument)

@@ -19,8 +19,12 @@ class NeedsAction(Exception):
     its KEY or no longer holds the changes after the sink's progress."""
 
 
+class Unsupported(NeedsAction, NotSupportedYet):
+    """What this release cannot run (a sink from an input kind it has no reader for): retrying cannot mend it."""
+
+
 def needs_action(failure: BaseException) -> bool:
-    return isinstance(failure, (NeedsAction, NotSupportedYet))
+    return isinstance(failure, NeedsAction)
 
 
 _EXTERNAL_MODULES = ("requests", "urllib3", "botocore", "boto3", "pyiceberg.exceptions")

@@ -6,8 +6,9 @@
              → paused                  the runner stopped; the next one resumes from the committed progress
     dropped                            DROP SINK (recorded by the executor through `dropped`)
 
-One SinkLifecycle belongs to one incarnation of a sink: it records its failure once, however many places notice it
-(a batch and the idle fencing check can both).
+One SinkLifecycle belongs to one sink in one process (the scheduler's slot, shared by the runners it starts): it
+records a failure once, however many places notice it (a batch and the idle fencing check can both), and nothing
+after it: a failed sink stays failed until the user acts (another process's newer incarnation reports its own).
 """
 from __future__ import annotations
 
@@ -25,14 +26,15 @@ class SinkLifecycle:
         self._lock = threading.Lock()
 
     def _record(self, status: str, error: Optional[str] = None, details: Optional[dict] = None) -> None:
-        self.catalog.record_status(self.sink_id, "sink", status, error, details)
+        if self.failure is None or status == "failed":
+            self.catalog.record_status(self.sink_id, "sink", status, error, details)
 
     def starting(self) -> None:
         self._record("starting")
 
     def running(self, details: dict) -> None:
         """After a start, and after the first commit that follows a stall."""
-        if self.failure is None and self.catalog.last_status(self.sink_id) != "running":
+        if self.catalog.last_status(self.sink_id) != "running":
             self._record("running", details=details)
 
     def stalled(self, cause: str, retry_in: int, attempt: int) -> None:

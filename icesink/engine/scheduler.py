@@ -32,13 +32,18 @@ class AlreadyScheduled(Exception):
 
 @dataclass
 class _Slot:
+    lifecycle: SinkLifecycle  # the sink's status in this process, whichever of its runners reports it
     runner: SinkRunner | None = None
     descriptor: object = None  # the sink's descriptor the runner started with
     failures: int = 0
     retry_at: float = 0.0
-    failed: bool = False
     fencing_checked_at: float = 0.0
     source_trouble: str | None = None  # why its input's source cannot be read, as the sink's status says
+
+    @property
+    def failed(self) -> bool:
+        """Needs a user's action: never started again by this process."""
+        return self.lifecycle.failure is not None
 
 
 class Scheduler:
@@ -85,8 +90,7 @@ class Scheduler:
         for sink_id, slot in self.slots.items():
             if slot.runner is not None:
                 slot.runner.stop()
-            if not slot.failed:
-                SinkLifecycle(self.catalog, sink_id).paused(reason)
+            slot.lifecycle.paused(reason)
         self._lock_file.truncate(0)
         fcntl.flock(self._lock_file, fcntl.LOCK_UN)
         self._lock_file.close()
@@ -107,7 +111,9 @@ class Scheduler:
             if sink_id not in sinks:
                 self._retire(sink_id)
         for sink_id, sink in sinks.items():
-            slot = self.slots.setdefault(sink_id, _Slot())
+            slot = self.slots.get(sink_id)
+            if slot is None:
+                slot = self.slots[sink_id] = _Slot(SinkLifecycle(self.catalog, sink_id))
             if slot.failed:
                 continue
             if slot.runner is not None and slot.descriptor != sink.descriptor:
@@ -116,7 +122,7 @@ class Scheduler:
             if slot.runner is not None and time.time() - slot.fencing_checked_at > FENCING_CHECK_SECONDS:
                 slot.fencing_checked_at = time.time()
                 if slot.runner.check_fenced():
-                    slot.runner, slot.failed = None, True
+                    slot.runner = None
                     continue
             if slot.runner is not None and slot.runner.query is not None and not slot.runner.query.isActive:
                 self._crashed(slot, sink)
@@ -145,12 +151,11 @@ class Scheduler:
         slot.source_trouble = trouble
 
     def _start(self, slot: _Slot, sink) -> None:
-        runner = SinkRunner(self.catalog, sink, self.spark_factory(), self.secret)
+        runner = SinkRunner(self.catalog, sink, self.spark_factory(), self.secret, slot.lifecycle)
         slot.descriptor = sink.descriptor
         try:
             runner.start()
-        except SinkFailed:
-            slot.failed = True
+        except SinkFailed:  # the lifecycle recorded why
             return
         except Exception as exc:
             log.warning("sink %s could not start: %s", sink.name, exc)
@@ -160,8 +165,7 @@ class Scheduler:
 
     def _crashed(self, slot: _Slot, sink) -> None:
         runner, slot.runner = slot.runner, None
-        if runner.failed is not None:
-            slot.failed = True
+        if slot.failed:
             return
         self._stalled(slot, sink, runner.error or runner.query.exception())
 
@@ -169,7 +173,7 @@ class Scheduler:
         delay = BACKOFF_SECONDS[min(slot.failures, len(BACKOFF_SECONDS) - 1)]
         slot.failures += 1
         slot.retry_at = time.time() + delay
-        SinkLifecycle(self.catalog, sink.id).stalled(cause_of(exc), delay, slot.failures)
+        slot.lifecycle.stalled(cause_of(exc), delay, slot.failures)
 
     def _retire(self, sink_id: str) -> None:
         slot = self.slots.pop(sink_id)

@@ -322,6 +322,11 @@ class PartitionField:
         return cls(data["transform"], data["column"], data.get("argument"))
 
 
+# MODE APPEND's columns after the input's: Materialize's names for a change's diff and timestamp
+APPEND_COLUMNS = (Column("_mz_diff", "integer"), Column("_mz_timestamp", "bigint"))
+MZ_DIFF, MZ_TIMESTAMP = (c.name for c in APPEND_COLUMNS)
+
+
 @dataclass(frozen=True)
 class SinkDescriptor:
     input_id: str
@@ -345,12 +350,20 @@ class SinkDescriptor:
     def identifier(self) -> tuple[str, ...]:
         return (*self.namespace_levels, self.table)
 
+    @property
+    def table_columns(self) -> tuple[Column, ...]:
+        """The Iceberg table's columns: the input's, then MODE APPEND's own."""
+        return self.columns + APPEND_COLUMNS if self.mode == "append" else self.columns
+
     def to_json(self) -> dict:
         return {"format": FORMAT, "input_id": self.input_id, "connection_id": self.connection_id,
                 "aws_connection_id": self.aws_connection_id, "namespace": self.namespace, "table": self.table,
                 "mode": self.mode, "key": list(self.key), "key_enforced": self.key_enforced,
                 "key_checked": self.key_checked, "partition_by": [p.to_json() for p in self.partition_by],
                 "commit_interval_ms": self.commit_interval_ms, "columns": _columns_json(self.columns)}
+
+    # the JSON paths of the Iceberg table a sink writes, for the catalog to look sinks up by it in SQL
+    TABLE_PATHS = ("$.namespace", "$.table")
 
     @classmethod
     def from_json(cls, data: dict) -> "SinkDescriptor":

@@ -46,9 +46,9 @@ class Outcome:
     files: BatchFiles  # what the batch wrote and read
 
 
-# planner(table, after) -> the files to remove and add for the batch's changes with offsets above `after`,
+# planner(table, after) -> the files to remove and add for the batch's changes beyond the frontier `after`,
 # planned against that table state
-FilePlanner = Callable[[object, int], BatchFiles]
+FilePlanner = Callable[[object, Frontier], BatchFiles]
 
 
 class Committer:
@@ -74,33 +74,34 @@ class Committer:
     def commit(self, lower: Frontier, plan_files: FilePlanner) -> Optional[Outcome]:
         """Commits the batch starting after `lower`; None if it held nothing the table lacks."""
         planned: Optional[BatchFiles] = None  # from an earlier attempt: its upper bound tells whether it landed
+        upper: Optional[Frontier] = None
         for attempt in range(1, MAX_ATTEMPTS + 1):
             table = self.load_table()
             progress = latest_progress(table, self.sink_id)
-            after = lower.offset
+            after = lower
             if progress is not None:
                 self._check_version(progress)
-                committed = progress.frontier.offset
-                if planned is not None and progress.version == self.version and progress.frontier == _upper(planned):
-                    return Outcome(progress.snapshot_id, True, progress.frontier, planned)  # it landed after all
-                if committed > after and progress.version == self.version:
+                committed = progress.frontier
+                if planned is not None and progress.version == self.version and committed == upper:
+                    return Outcome(progress.snapshot_id, True, committed, planned)  # it landed after all
+                if committed.past(after) and progress.version == self.version:
                     raise FrontierConflict(f"the table already holds this sink's changes up to "
-                                           f"{progress.frontier}, past this batch's start {lower}")
+                                           f"{committed}, past this batch's start {lower}")
                 # An older version of this sink got further: skip what it wrote, and commit anyway, for this
                 # snapshot's newer version fences it.
-                after = max(after, committed)
+                after = after.joined(committed)
                 if progress.foreign_writes:
                     log.warning("sink %s: %d snapshots by other writers since its last commit", self.sink_id,
                                 len(progress.foreign_writes))
             if planned is not None:  # the earlier attempt did not land: nothing will ever reference its files
                 _delete(table.io, [f.file_path for f in planned.added], self.sink_id)
             planned = plan_files(table, after)
-            if not planned.rows and after == lower.offset:
+            if not planned.rows and after == lower:
                 return None
             crash_point("files-written")
-            frontier = _upper(planned) if planned.rows else progress.frontier
-            properties = summary_properties(self.sink_id, self.version, frontier,
-                                            {"lower": {"offset": after}, "upper": frontier.to_json(),
+            upper = after.advanced(planned.reaches)
+            properties = summary_properties(self.sink_id, self.version, upper,
+                                            {"lower": after.to_json(), "upper": upper.to_json(),
                                              "rows": planned.rows})
             try:
                 snapshot_id = commit_files(table, planned.removed, planned.added, properties)
@@ -110,7 +111,7 @@ class Committer:
             self.commits += 1
             if planned.removed:
                 self._retired.append((snapshot_id, [f.file_path for f in planned.removed]))
-            return Outcome(snapshot_id, False, frontier, planned)
+            return Outcome(snapshot_id, False, upper, planned)
         raise CommitConflict(f"{MAX_ATTEMPTS} commit attempts in a row lost to concurrent commits")
 
     def expire_snapshots(self, newest: int) -> None:
@@ -148,7 +149,3 @@ def _delete(io, paths: list[str], sink_id: str) -> None:
             io.delete(path)
         except Exception as exc:
             log.info("sink %s: could not delete %s (%s)", sink_id, path, exc)
-
-
-def _upper(planned: BatchFiles) -> Frontier:
-    return Frontier(int(planned.upper_offset))

@@ -27,16 +27,17 @@ class SinkFailed(Exception):
 
 
 class SinkRunner:
-    def __init__(self, catalog: Catalog, sink: CatalogObject, spark, secret):
+    def __init__(self, catalog: Catalog, sink: CatalogObject, spark, secret, lifecycle: SinkLifecycle | None = None):
+        """`lifecycle`: the sink's status owner (the scheduler's, which outlives a runner), else one of its own."""
         self.catalog = catalog
         self.sink = sink
         self.spark = spark
         self.secret = secret
         self.descriptor: SinkDescriptor = sink.descriptor
-        self.lifecycle = SinkLifecycle(catalog, sink.id)  # this incarnation's
+        self.lifecycle = lifecycle or SinkLifecycle(catalog, sink.id)
         self.query = None
         self.input: Input | None = None
-        self.frontier = Frontier()
+        self.frontier: Frontier | None = None  # known once started
         self.error: str | None = None  # why the last batch failed, for status `stalled`
         self.stopping = False
         self._batch_done = threading.Event()
@@ -68,9 +69,8 @@ class SinkRunner:
             version = self.catalog.next_incarnation(self.sink.id, written.version if written else 0)
             self.committer = Committer(self._load_table, self.sink.id, version)
             progress = self.committer.resume_point()
-            if progress is not None:
-                self.frontier = progress.frontier
             self.input = input_for(self.catalog, self.catalog.get_by_id(self.descriptor.input_id))
+            self.frontier = progress.frontier if progress is not None else self.input.frontier_kind()
             self.input.check_resume(self.frontier)
             stream = self.input.stream(self.spark, self.frontier)
         except Exception as exc:

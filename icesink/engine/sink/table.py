@@ -12,12 +12,9 @@ from pyiceberg.types import NestedField
 
 from ...model.descriptors import PartitionField as SinkPartition
 from ...model.descriptors import SinkDescriptor
-from ...model.types import Column
 from ..columns import iceberg_type
 from ..failures import NeedsAction
 from .progress import latest_progress
-
-APPEND_COLUMNS = (Column("_mz_diff", "integer"), Column("_mz_timestamp", "bigint"))
 
 # Keeps commits cheap as the table ages: old metadata files go, manifests are merged.
 TABLE_PROPERTIES = {
@@ -36,12 +33,8 @@ class IncompatibleTable(NeedsAction):
     """The existing Iceberg table cannot take the sink's rows; the message says what differs."""
 
 
-def sink_columns(sink: SinkDescriptor) -> tuple[Column, ...]:
-    return sink.columns + APPEND_COLUMNS if sink.mode == "append" else sink.columns
-
-
 def iceberg_schema(sink: SinkDescriptor) -> Schema:
-    columns = sink_columns(sink)
+    columns = sink.table_columns
     counter = itertools.count(len(columns) + 1)
     key = set(sink.key)
     fields = [NestedField(i + 1, c.name, iceberg_type(c.type, lambda: next(counter)), required=c.name in key)

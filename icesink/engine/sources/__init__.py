@@ -3,24 +3,24 @@ Adding a kind (Postgres, a view, files, Kafka) is adding a module here and a lin
 from __future__ import annotations
 
 from ...catalog.store import Catalog, CatalogObject
-from ...errors import NotSupportedYet
+from ..failures import Unsupported
 from .base import Input, ProgressBehindInput
 from .engine_table import EngineTableInput
 from .generators import GeneratorInput
 from .postgres import PostgresSubsourceInput
 
-INPUTS = {"engine-table": EngineTableInput, "load-generator": GeneratorInput, "postgres": PostgresSubsourceInput}
+# by the type of the object whose changes a sink reads: an engine table's own, a source's (for its subsources and the
+# tables created from it)
+INPUTS = {"table": EngineTableInput, "load-generator": GeneratorInput, "postgres": PostgresSubsourceInput}
 
 
 def input_for(catalog: Catalog, relation: CatalogObject) -> Input:
     """The input a sink reads from `relation` (a table, a source or a subsource)."""
-    if relation.kind == "table" and relation.descriptor.is_engine_table:
-        return EngineTableInput(catalog, relation, relation)
     origin_id = getattr(relation.descriptor, "source_id", None)
     origin = catalog.get_by_id(origin_id) if origin_id else relation
     kind = INPUTS.get(origin.type)
     if kind is None:
-        raise NotSupportedYet(f"sinks from {origin.type} sources are not supported yet")
+        raise Unsupported(f"sinks from {origin.type} sources are not supported yet")
     return kind(catalog, relation, origin)
 
 

@@ -5,12 +5,16 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from ...catalog.store import Catalog, CatalogObject
-from ...model.frontier import Frontier
+from ...model.frontier import Frontier, Offset
 from ..failures import NeedsAction
 
 
 class ProgressBehindInput(NeedsAction):
     """The sink's progress is older than what its input still holds: the changes after it are gone."""
+
+
+class UnreadableInput(NeedsAction):
+    """The sink reads an object its input kind reads otherwise (a Postgres source, read through its subsources)."""
 
 
 class Input:
@@ -20,6 +24,8 @@ class Input:
     # Every change replaces its key's row (no retractions): live rows per key cannot be counted, so an enforced KEY
     # is not checked against it.
     upsert_stream = False
+    # What the input's frontiers are: called with no argument, the frontier before its first change.
+    frontier_kind: type[Frontier] = Offset
 
     def __init__(self, catalog: Catalog, relation: CatalogObject, origin: CatalogObject):
         self.catalog, self.relation, self.origin = catalog, relation, origin

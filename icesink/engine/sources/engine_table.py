@@ -11,13 +11,13 @@ from pathlib import Path
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
-from ...model.frontier import Frontier
+from ...model.frontier import OFFSET, Offset
 from ...model.types import Column, column_decoder, decoder
 from ..columns import spark_type
 from ..tables import TableStore
 from .base import Input, ProgressBehindInput
 
-OFFSET, DIFF, TS = "_icesink_offset", "_icesink_diff", "_icesink_ts"
+DIFF, TS = "_icesink_diff", "_icesink_ts"
 log = logging.getLogger("icesink.sink")
 ROWS_PER_PARTITION = 250_000
 ROWS_PER_BATCH = 50_000
@@ -187,13 +187,13 @@ class EngineTableInput(Input):
         super().__init__(catalog, relation, origin)
         self.log = TableStore(catalog.data_dir)
 
-    def stream(self, spark, start: Frontier):
+    def stream(self, spark, start: Offset):
         return (spark.readStream.format(EngineTableSource.name())
                 .option("data_dir", str(Path(self.catalog.data_dir).resolve())).option("table_id", self.relation.id)
                 .option("columns", json.dumps([c.as_dict() for c in self.relation.descriptor.columns]))
                 .option("start", str(start.offset)).load())
 
-    def check_resume(self, frontier: Frontier) -> None:
+    def check_resume(self, frontier: Offset) -> None:
         floor = self.log.floor(self.relation.id)
         if 0 < frontier.offset < floor:
             raise ProgressBehindInput(
@@ -201,7 +201,7 @@ class EngineTableInput(Input):
                 f"'{self.relation.name}' keeps of its changes (compacted up to offset {floor}); recreate the sink to "
                 "start from a snapshot")
 
-    def acknowledge(self, sink_id: str, frontier: Frontier) -> None:
+    def acknowledge(self, sink_id: str, frontier: Offset) -> None:
         """The log may shrink below what every sink of the table acknowledged."""
         table_id = self.relation.id
         self.log.acknowledge(sink_id, table_id, frontier.offset)

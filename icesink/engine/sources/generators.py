@@ -13,8 +13,8 @@ import time
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from ...errors import NotSupportedYet
-from ...model.frontier import Frontier
+from ..failures import Unsupported
+from ...model.frontier import Offset
 from .base import Input
 from .engine_table import DIFF, OFFSET, TS, change_schema
 
@@ -161,11 +161,11 @@ class GeneratorInput(Input):
         super().__init__(catalog, relation, origin)
         self.generator = origin.descriptor.generator
         if self.generator == "tpch":
-            raise NotSupportedYet("sinks from LOAD GENERATOR TPCH are not supported yet")
+            raise Unsupported("sinks from LOAD GENERATOR TPCH are not supported yet")
         # KEY VALUE sets each key to a new value: an upsert stream, like Materialize's
         self.upsert_stream = self.generator == "key value"
 
-    def stream(self, spark, start: Frontier):
+    def stream(self, spark, start: Offset):
         columns = self.relation.descriptor.columns
         start_ms = int(dt.datetime.fromisoformat(self.origin.created_at).timestamp() * 1000)
         upstream = getattr(self.relation.descriptor, "upstream", None) if self.relation is not self.origin else ""

@@ -3,15 +3,14 @@
 table: log offsets as its frontier, the same acknowledgements and compaction."""
 from __future__ import annotations
 
+from .base import UnreadableInput
 from .engine_table import EngineTableInput
 
 
 class PostgresSubsourceInput(EngineTableInput):
     def __init__(self, catalog, relation, origin):
         if relation.kind == "source":
-            from ...errors import PlanError
-
-            raise PlanError(f"source '{relation.name}' is read through its subsources: CREATE SINK … FROM one of "
-                            f"them (SHOW SUBSOURCES ON {relation.name}), or from a table created with CREATE TABLE "
-                            f"… FROM SOURCE {relation.name} (REFERENCE …)")
+            raise UnreadableInput(f"source '{relation.name}' is read through its subsources: CREATE SINK … FROM one "
+                                  f"of them (SHOW SUBSOURCES ON {relation.name}), or from a table created with CREATE "
+                                  f"TABLE … FROM SOURCE {relation.name} (REFERENCE …)")
         super().__init__(catalog, relation, origin)

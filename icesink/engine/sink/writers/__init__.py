@@ -11,8 +11,6 @@ WRITERS = {"upsert": UpsertWriter, "append": AppendWriter}
 
 def writer_for(mode: str, columns: list[str], key: list[str], enforced: bool) -> Writer:
     """`enforced`: the input promises one live row per key (see UpsertWriter)."""
-    if mode == "append":
-        return AppendWriter(columns)
     return WRITERS[mode](columns, key, enforced)
 
 

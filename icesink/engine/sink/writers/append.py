@@ -6,19 +6,20 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from ....model.descriptors import MZ_DIFF, MZ_TIMESTAMP
 from ...pyiceberg_internals import executor_context, table_context
 from ...sources.engine_table import DIFF, OFFSET, TS
 from .base import RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, write
 
 
 class AppendWriter:
-    def __init__(self, columns: list[str]):
-        self.columns = columns
+    def __init__(self, columns: list[str], key: list[str] = (), enforced: bool = False):
+        self.columns = columns  # MODE APPEND takes no KEY
 
-    def plan(self, changes: DataFrame, table, after: int) -> BatchFiles:
-        frame = changes.filter(F.col(OFFSET) > after).select(
-            *self.columns, F.col(DIFF).alias("_mz_diff"), F.col(TS).alias("_mz_timestamp"), OFFSET, TS)
-        context = table_context(table)
+    def plan(self, changes: DataFrame, table, after) -> BatchFiles:
+        frame = changes.filter(after.beyond()).select(
+            *self.columns, F.col(DIFF).alias(MZ_DIFF), F.col(TS).alias(MZ_TIMESTAMP), OFFSET, TS)
+        context, reach = table_context(table), type(after).reach
 
         def write_task(batches):
             batches = list(batches)
@@ -26,6 +27,6 @@ class AppendWriter:
             if rows is None or not rows.num_rows:
                 return
             metadata, io = executor_context(*context)
-            yield facts([tally(rows), *write(metadata, io, conform(rows, metadata.schema().as_arrow()))])
+            yield facts([tally(rows, reach), *write(metadata, io, conform(rows, metadata.schema().as_arrow()))])
 
         return collect(frame.mapInArrow(write_task, from_arrow_schema(RESULT_SCHEMA)))

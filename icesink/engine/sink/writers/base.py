@@ -15,7 +15,8 @@ from pyspark.sql import DataFrame
 
 from ...failures import NeedsAction
 from ...pyiceberg_internals import write_data_files
-from ...sources.engine_table import OFFSET, TS
+from ....model.frontier import Frontier
+from ...sources.engine_table import TS
 
 RESULT_SCHEMA = pa.schema([("kind", pa.string()), ("payload", pa.binary())])  # a write task's report: a row a fact
 DEFAULT_TARGET_FILE_BYTES = 8 << 20  # in memory, as pyiceberg measures it; small files keep rewrites small
@@ -31,19 +32,19 @@ class BatchFiles:
     removed: list = field(default_factory=list)
     added: list = field(default_factory=list)
     rows: int = 0  # changes read
-    upper_offset: int | None = None  # the newest change's offset
+    reaches: list = field(default_factory=list)  # how far each task's changes go (Frontier.reach)
     newest_ts: int | None = None  # when the newest change was made (ms)
 
 
 class Writer(Protocol):
-    def plan(self, changes: DataFrame, table, after: int) -> BatchFiles:
-        """The files to remove and add for the changes with offsets above `after`, against `table`'s state."""
+    def plan(self, changes: DataFrame, table, after: Frontier) -> BatchFiles:
+        """The files to remove and add for the changes beyond `after`, against `table`'s state."""
 
 
-def tally(rows):
-    """The tally of one task's changes (an Arrow table with OFFSET and TS) as a result row."""
-    return {"kind": "tally", "payload": pickle.dumps((rows.num_rows, pc.max(rows[OFFSET]).as_py(),
-                                                      pc.max(rows[TS]).as_py()))}
+def tally(rows, reach):
+    """The tally of one task's changes (an Arrow table of the change stream) as a result row; `reach` is the
+    input's Frontier.reach."""
+    return {"kind": "tally", "payload": pickle.dumps((rows.num_rows, reach(rows), pc.max(rows[TS]).as_py()))}
 
 
 def conform(rows, schema):
@@ -80,8 +81,8 @@ def collect(results: DataFrame, groups: list | None = None) -> BatchFiles:
         elif row.kind == "violation":
             raise KeyViolation(payload)
         else:
-            rows, upper, newest = payload
+            rows, reach, newest = payload
             files.rows += rows
-            files.upper_offset = max(upper, files.upper_offset or upper)
+            files.reaches.append(reach)
             files.newest_ts = max(newest, files.newest_ts or newest)
     return files

@@ -60,11 +60,11 @@ class UpsertWriter:
         self.key = key
         self.enforced = enforced
 
-    def plan(self, changes: DataFrame, table, after: int) -> BatchFiles:
+    def plan(self, changes: DataFrame, table, after) -> BatchFiles:
         spark = changes.sparkSession
         tasks = list(table.scan().plan_files()) if table.current_snapshot() is not None else []
         groups = group_files(tasks, table.schema(), self.key[0])
-        changed = changes.filter(F.col(OFFSET) > after)
+        changed = changes.filter(after.beyond())
         if groups:
             key_type = table.schema().find_field(self.key[0]).field_type
             changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups))
@@ -78,11 +78,11 @@ class UpsertWriter:
             changed = changed.repartitionByRange(tasks, *self.key)
         partitions = key_partitions(table.spec(), table.schema(), self.key)
         merge = _merge_groups(*table_context(table), self.key, self.columns, self.enforced, dict(enumerate(groups)),
-                              partitions)
+                              partitions, type(after).reach)
         return collect(changed.mapInArrow(merge, from_arrow_schema(RESULT_SCHEMA)), groups)
 
 
-def _merge_groups(metadata_json, io_properties, location, key, columns, enforced, groups: dict, partitions):
+def _merge_groups(metadata_json, io_properties, location, key, columns, enforced, groups: dict, partitions, reach):
     """An executor function: the changes of some key groups in, result rows out (see _collect)."""
     def merge(batches):
         batches = list(batches)
@@ -91,7 +91,7 @@ def _merge_groups(metadata_json, io_properties, location, key, columns, enforced
             return
         metadata, io = executor_context(metadata_json, io_properties, location)
         schema = metadata.schema().as_arrow()
-        found = [tally(changes)]
+        found = [tally(changes, reach)]
         for pid in pc.unique(changes[PID]).to_pylist():
             rows = changes.filter(pc.equal(changes[PID], pid))
             problem = _violations(rows, key) if enforced else None
