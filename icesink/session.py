@@ -1,4 +1,5 @@
-"""The one Python API under the REPL, scripts and tests: `icesink.connect(data_dir).execute(sql)`."""
+"""The one Python API under the REPL, scripts and tests: `icesink.connect(data_dir).execute(sql)`. The composition
+root of both planes (docs/architecture.md): it owns the catalog, the control plane and the runtime."""
 from __future__ import annotations
 
 import logging

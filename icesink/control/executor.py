@@ -1,4 +1,5 @@
-"""Carries out plans: catalog changes in one transaction each, secrets, validation, queries."""
+"""Carries out plans: catalog changes in one transaction each, secrets, validation, queries. The last step of a
+statement's life (docs/architecture.md, "The life of a statement")."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,4 +1,5 @@
-"""Runs every sink of a data directory, follows catalog changes made by any process, retries with backoff.
+"""Runs every sink of a data directory, follows catalog changes made by any process, retries with backoff
+(docs/architecture.md, "The life of a batch").
 
 One scheduler owns a data directory at a time (an exclusive lock file); other processes may still edit
 the catalog, and the scheduler picks their changes up within a poll interval.

@@ -1,4 +1,5 @@
-"""Runs one sink: a Structured Streaming query whose foreachBatch commits each batch to Iceberg."""
+"""Runs one sink: a Structured Streaming query whose foreachBatch commits each batch to Iceberg (docs/architecture.md,
+"The life of a batch"; docs/commit-protocol.md)."""
 from __future__ import annotations
 
 import logging

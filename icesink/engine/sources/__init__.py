@@ -1,5 +1,6 @@
 """The input kinds of a sink, one module each behind one interface (base.Input): the runner knows none by name.
-Adding a kind (Postgres, a view, files, Kafka) is adding a module here and a line in INPUTS."""
+Adding a kind (Postgres, a view, files, Kafka) is adding a module here and a line in INPUTS (docs/architecture.md,
+"Where a new kind goes")."""
 from __future__ import annotations
 
 from ...catalog.store import Catalog, CatalogObject
