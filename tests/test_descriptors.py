@@ -2,13 +2,16 @@
 JSON had no format) still open, answer the system views and run their sinks."""
 import dataclasses
 import json
+import shutil
 import sqlite3
+import tarfile
+from pathlib import Path
 
 import pytest
 
 import icesink
 from icesink.model import descriptors as d
-from icesink.model.frontier import Frontier
+from icesink.model.frontier import Frontier, Offset
 from icesink.model.types import Column
 from tests.conftest import CORPUS, rows
 from tests.readers import duckdb_rows
@@ -58,7 +61,11 @@ def test_a_newer_format_is_refused_by_name(data_dir):
 
 
 def test_frontier_orders_and_round_trips():
-    assert Frontier(3) < Frontier(10) and Frontier.from_json(Frontier(42).to_json()) == Frontier(42)
+    assert Offset(10).past(Offset(3)) and not Offset(3).past(Offset(3)) and Offset(3).joined(Offset(10)) == Offset(10)
+    assert Frontier.from_json(Offset(42).to_json()) == Offset(42) and Offset(42).to_json() == {"offset": 42}
+    assert Offset(3).advanced([{"offset": 9}, {"offset": 7}]) == Offset(9) and Offset(3).advanced([]) == Offset(3)
+    with pytest.raises(ValueError, match="a frontier of kind 'kafka', which this icesink does not know"):
+        Frontier.from_json({"kind": "kafka", "partitions": {}})
 
 
 def test_a_catalog_written_before_descriptors_opens_and_reads_alike(data_dir):
@@ -93,28 +100,64 @@ def test_a_catalog_written_before_descriptors_opens_and_reads_alike(data_dir):
         assert session.catalog.get("orders_lake").descriptor.commit_interval_ms == 2000
 
 
-def test_a_sink_from_before_descriptors_resumes(session, scheduler):
-    session.execute("""
-        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
-        CREATE TABLE orders (id bigint NOT NULL, note text, PRIMARY KEY (id));
-        INSERT INTO orders VALUES (1, 'a'), (2, 'b');
-        CREATE SINK orders_lake FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'orders')
-          KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');""")
-    wait_for(caught_up(session, "orders_lake", "orders"), what="the first commit")
-    scheduler.stop()
-    with session.catalog.transaction() as db:  # as the release before descriptors left it
-        db.execute("UPDATE objects SET definition = json_remove(definition, '$.format')")
+def test_a_sink_written_by_the_release_before_descriptors_resumes(spark):
+    """tests/corpus/catalog_v1.tar.gz: a data directory written by release d6589bd (tests/corpus/make_catalog_v1.py
+    says how): catalog schema version 1, definitions without a format, a sink that committed (1, 'a'), (2, 'b1') and
+    a deletion of 3 to the local Iceberg catalog, and (5, 'e') inserted after its scheduler stopped. Its local
+    catalog keeps absolute paths, so it is extracted where it was written."""
     from icesink.engine.scheduler import Scheduler
-    from icesink.engine.spark import get_spark
-    again = Scheduler(session.data_dir, session.executor.secret_value, get_spark)
-    again.start()
+    from icesink.catalog.schema import MIGRATIONS
+    from icesink.engine.sink.progress import BATCH, FRONTIER, SINK_ID, SINK_VERSION
+
+    data_dir = Path("/tmp/icesink-catalog-v1")
+    shutil.rmtree(data_dir, ignore_errors=True)
     try:
-        session.execute("INSERT INTO orders VALUES (3, 'c'); UPDATE orders SET note = 'a2' WHERE id = 1")
-        wait_for(caught_up(session, "orders_lake", "orders"), what="the sink to resume")
+        with tarfile.open(CORPUS / "catalog_v1.tar.gz") as tar:
+            tar.extractall(data_dir, filter="data")
+        db = sqlite3.connect(data_dir / "catalog.db")  # as the old release left it
+        assert db.execute("PRAGMA user_version").fetchone() == (1,)
+        assert not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'sink_incarnations'").fetchall()
+        assert db.execute("SELECT count(*) FROM objects WHERE json_type(definition, '$.format') IS NULL").fetchone() \
+            == (3,)
+        db.close()
+        with icesink.connect(data_dir) as session:
+            db = session.catalog.db  # migration 2 ran
+            assert db.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),) and len(MIGRATIONS) >= 2
+            assert db.execute("SELECT * FROM sink_incarnations").fetchall() == []
+            assert rows(session, "SELECT name, type FROM mz_sinks") == [("orders_lake", "iceberg")]
+            assert rows(session, "SELECT namespace, \"table\" FROM mz_iceberg_sinks") == [("shop", "orders")]
+            assert rows(session, "SHOW COLUMNS FROM orders") == [("id", 0, "bigint"), ("note", 1, "text")]
+            assert rows(session, "SELECT status FROM mz_internal.mz_sink_statuses") == [("paused",)]
+            sink = session.catalog.get("orders_lake")
+            old = iceberg_table(session, "orders_lake")
+            old_snapshots = [s.snapshot_id for s in old.snapshots()]
+            assert [s.summary.additional_properties[SINK_VERSION] for s in old.snapshots()] == ["1", "1"]
+            assert duckdb_rows(old.metadata_location, "id, note", "id") == [(1, "a"), (2, "b1")]
+
+            again = Scheduler(data_dir, session.executor.secret_value, lambda: spark)
+            again.start()
+            try:
+                wait_for(caught_up(session, "orders_lake", "orders"), what="the sink to resume")  # adds (5, 'e')
+                session.execute("INSERT INTO orders VALUES (3, 'c2'), (4, 'd'); UPDATE orders SET note = 'a2' "
+                                "WHERE id = 1; UPDATE orders SET note = 'b2' WHERE id = 2; DELETE FROM orders "
+                                "WHERE id = 5")
+                wait_for(caught_up(session, "orders_lake", "orders"), what="the new changes")
+            finally:
+                again.stop()
+            table = iceberg_table(session, "orders_lake")
+            assert duckdb_rows(table.metadata_location, "id, note", "id") == [(1, "a2"), (2, "b2"), (3, "c2"),
+                                                                              (4, "d")]
+            assert [s.snapshot_id for s in table.snapshots()][:2] == old_snapshots  # on the old release's table
+            new = [s.summary.additional_properties for s in table.snapshots()[2:]]
+            assert new and all(props[SINK_ID] == sink.id for props in new)
+            assert {props[SINK_VERSION] for props in new} == {"2"}  # above the old release's
+            # the first new commit starts where the old release stopped, and adds (5, 'e') alone: nothing replayed
+            old_frontier = old.current_snapshot().summary.additional_properties[FRONTIER]
+            assert json.loads(new[0][BATCH])["lower"] == json.loads(old_frontier) and new[0]["added-records"] == "1"
+            assert db.execute("SELECT version FROM sink_incarnations WHERE sink_id = ?", (sink.id,)).fetchall() == [
+                (2,)]
     finally:
-        again.stop()
-    got = duckdb_rows(iceberg_table(session, "orders_lake").metadata_location, "id, note", "id")
-    assert got == [(1, "a2"), (2, "b"), (3, "c")]
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def test_each_connection_kind_keeps_the_options_its_descriptor_reads():

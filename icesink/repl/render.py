@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich import box
 
-from ..control.executor import Result
+from ..session import Result
 from ..errors import IcesinkError
 
 
