@@ -25,3 +25,17 @@ def duckdb_rows(metadata_location: str, columns: str = "*", order_by: str = "1",
         return con.execute(f"SELECT {columns} FROM iceberg_scan('{path}') ORDER BY {order_by}").fetchall()
     finally:
         con.close()
+
+
+def pyiceberg_rows(table, columns: list[str]) -> list[tuple]:
+    """The table's rows as pyiceberg reads them (deletes applied), sorted."""
+    rows = table.scan(selected_fields=tuple(columns)).to_arrow().select(columns).to_pylist()
+    return sorted(tuple(r[c] for c in columns) for r in rows)
+
+
+def polars_rows(table, columns: list[str]) -> list[tuple]:
+    """The table's rows as polars' scan_iceberg reads them (deletes applied), sorted."""
+    import polars as pl
+
+    frame = pl.scan_iceberg(table).select(columns).collect()
+    return sorted(frame.rows())

@@ -71,3 +71,29 @@ def test_overwrites_do_not_carry_manifests_of_deleted_files_along(table):
     table.refresh()
     manifests = table.current_snapshot().manifests(table.io)
     assert len(manifests) <= 3, len(manifests)
+
+
+def test_position_deletes_commit_and_read_back(table):
+    """The row delta (pyiceberg writes no delete files): a position delete file in a delete manifest of its own,
+    counted in the summary, applied by pyiceberg and DuckDB; live_data_files gives each file its sequence number."""
+    import pyarrow.parquet as pq
+
+    first = _files(table, [1, 2, 3])
+    internals.commit_files(table, [], first, {})
+    table.refresh()
+    (data_file, sequence), = internals.live_data_files(table)
+    rows = pa.table({"file_path": [data_file.file_path], "pos": pa.array([1], pa.int64())},
+                    schema=internals.POSITION_DELETE_SCHEMA)
+    path = f"{table.metadata.location}/data/deletes-1.parquet"
+    pq.write_table(rows, path.removeprefix("file://"))
+    size = len(open(path.removeprefix("file://"), "rb").read())
+    deletes = internals.position_delete_file(path, rows, size, 0, data_file.partition)
+    internals.commit_files(table, [], _files(table, [2]), {"icesink.test": "delta"}, deletes=[deletes])
+    table.refresh()
+    summary = table.current_snapshot().summary
+    assert (summary["added-position-deletes"], summary["added-delete-files"], summary["total-records"]) == ("1", "1", "4")
+    assert sorted(table.scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
+    assert duckdb_rows(table.metadata_location, "id, v", "id") == [(1, "v1"), (2, "v2"), (3, "v3")]
+    contents = sorted(m.content for m in table.current_snapshot().manifests(table.io))
+    assert contents == [0, 0, 1]  # two data manifests, one delete manifest
+    assert sorted(s for _, s in internals.live_data_files(table)) == [sequence, sequence + 1]

@@ -3,6 +3,7 @@ statement's life (docs/architecture.md, "The life of a statement")."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import sqlite3
 from dataclasses import dataclass, field
 
@@ -21,6 +22,7 @@ from .plans import (CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan, InsertRows
                             SetSecretPlan, SetVariablePlan, UpdatePlan, ValidatePlan, WritePlan)
 from ..engine.ingest.postgres import copy_later, drop_slot, forget, replicated_relations, slot_name
 from ..engine.lifecycle import dropped
+from ..engine.sink import state_dir as sink_state_dir
 from ..engine.tables import RowRefused, TableStore, is_engine_table
 from ..engine.values import InvalidValue
 
@@ -118,6 +120,8 @@ class Executor:
                 self.secrets.delete(obj.id)
             elif obj.kind in ("table", "subsource"):  # the rows icesink keeps, if it keeps them
                 self.tables.drop(obj.id)
+            elif obj.kind == "sink":
+                shutil.rmtree(sink_state_dir(self.catalog.data_dir, obj.id), ignore_errors=True)
         cascaded = [f"{KIND_WORDS[o.kind]} '{o.name}'" for o in plan.objects if o.id not in plan.named]
         if cascaded:
             notices.append("also dropped: " + ", ".join(cascaded))

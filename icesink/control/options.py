@@ -10,7 +10,8 @@ from ..model.options import OptionSpec, text as _text
 
 
 CONNECTION_WITH_OPTIONS = {"VALIDATE": OptionSpec(("bool",))}
-SINK_WITH_OPTIONS = {"COMMIT INTERVAL": OptionSpec(("string",))}
+SINK_WITH_OPTIONS = {"COMMIT INTERVAL": OptionSpec(("string",)),
+                     "WRITE MODE": _text(choices=("copy-on-write", "merge-on-read"))}
 SINK_TARGET_OPTIONS = {"NAMESPACE": _text(), "TABLE": _text()}
 POSTGRES_SOURCE_OPTIONS = {
     "PUBLICATION": _text(),

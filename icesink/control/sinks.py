@@ -20,6 +20,7 @@ from .types import check_partition_field, key_type_problem
 
 MIN_COMMIT_INTERVAL_MS = 1000
 MAX_COMMIT_INTERVAL_MS = 86_400_000  # a day: a sink that commits less often is not keeping a table in sync
+DEFAULT_WRITE_MODE = "copy-on-write"
 
 
 def commit_interval_ms(option: ast.Option) -> int:
@@ -33,6 +34,16 @@ def commit_interval_ms(option: ast.Option) -> int:
     if ms > MAX_COMMIT_INTERVAL_MS:
         raise PlanError(f"COMMIT INTERVAL must be at most 1 day, not '{text}'", option.value.pos)
     return ms
+
+
+def write_mode(options: dict[str, ast.Option], mode: str) -> str:
+    """WRITE MODE: how MODE UPSERT replaces rows (MODE APPEND replaces none)."""
+    given = options.get("WRITE MODE")
+    if given is None:
+        return DEFAULT_WRITE_MODE
+    if mode != "upsert":
+        raise PlanError("WRITE MODE applies to MODE UPSERT: MODE APPEND only appends", given.pos)
+    return opts.scalar(given).lower().replace("_", "-")
 
 
 def _identifier_part(option: ast.Option, what: str) -> list[str]:
@@ -179,7 +190,7 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
     descriptor = SinkDescriptor(
         input_obj.id, connection.id, namespace, table, stmt.mode, commit_interval_ms(with_options["COMMIT INTERVAL"]),
         tuple(k.value for k in stmt.key), stmt.key_enforced, relation.columns is not None, tuple(partition_spec),
-        relation.columns, aws_id)
+        relation.columns, aws_id, write_mode(with_options, stmt.mode))
     return CreatePlan("sink", "iceberg", stmt.name.name, statement_sql(stmt), statement_sql(stmt, redacted=True),
                       descriptor, tuple(dict.fromkeys(depends)),
                       stmt.cluster.value if stmt.cluster else "default", connection.id, stmt.mode)
@@ -192,12 +203,20 @@ def alter_sink_options(sink: CatalogObject, action) -> tuple[SinkDescriptor, ast
             if option.name == "COMMIT INTERVAL":
                 raise PlanError("an Iceberg sink must have a COMMIT INTERVAL; change it with ALTER SINK … SET "
                                 "(COMMIT INTERVAL = '…')", option.pos)
-            raise PlanError(f"unknown sink option {option.name}; the options are: "
-                            f"{', '.join(opts.SINK_WITH_OPTIONS)}", option.pos)
+            if option.name != "WRITE MODE":
+                raise PlanError(f"unknown sink option {option.name}; the options are: "
+                                f"{', '.join(opts.SINK_WITH_OPTIONS)}", option.pos)
+        statement = parse_statement(sink.create_sql)
+        kept = tuple(o for o in statement.with_options or () if o.name != "WRITE MODE")
+        return (dataclasses.replace(sink.descriptor, write_mode=DEFAULT_WRITE_MODE),
+                dataclasses.replace(statement, with_options=kept))
     given = opts.check_options(action.options, opts.SINK_WITH_OPTIONS, "sink")
     descriptor, statement = sink.descriptor, parse_statement(sink.create_sql)
     if "COMMIT INTERVAL" in given:
         descriptor = dataclasses.replace(descriptor, commit_interval_ms=commit_interval_ms(given["COMMIT INTERVAL"]))
-        kept = tuple(o for o in statement.with_options or () if o.name != "COMMIT INTERVAL")
-        statement = dataclasses.replace(statement, with_options=kept + (given["COMMIT INTERVAL"],))
+    if "WRITE MODE" in given:
+        descriptor = dataclasses.replace(descriptor, write_mode=write_mode(given, descriptor.mode))
+    for name, option in given.items():
+        kept = tuple(o for o in statement.with_options or () if o.name != name)
+        statement = dataclasses.replace(statement, with_options=kept + (option,))
     return descriptor, statement

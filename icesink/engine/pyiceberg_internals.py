@@ -6,9 +6,12 @@ from __future__ import annotations
 from typing import Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.io import load_file_io
 from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
+from pyiceberg.manifest import (DataFile, DataFileContent, FileFormat, ManifestContent, ManifestEntry,
+                                ManifestEntryStatus, ManifestWriterV2)
 from pyiceberg.table.metadata import TableMetadataUtil
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update.snapshot import _OverwriteFiles
@@ -46,11 +49,85 @@ class _Overwrite(_OverwriteFiles):
         return [m for m in super()._existing_manifests() if m.has_added_files() or m.has_existing_files()]
 
 
-def commit_files(table, removed: list, added: list, properties: dict[str, str]) -> int:
-    """One snapshot that removes `removed` and adds `added` DataFiles, with `properties` in its summary: an
-    overwrite when it removes files, else a merging append. Returns the new snapshot's id."""
+# The position delete file's columns, as the Iceberg spec reserves them
+DELETE_FILE_PATH_ID, DELETE_POS_ID = 2147483546, 2147483545
+POSITION_DELETE_SCHEMA = pa.schema([
+    pa.field("file_path", pa.string(), nullable=False, metadata={b"PARQUET:field_id": str(DELETE_FILE_PATH_ID)}),
+    pa.field("pos", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": str(DELETE_POS_ID)})])
+
+
+def position_delete_file(path: str, rows: pa.Table, size: int, spec_id: int, partition) -> DataFile:
+    """The DataFile of a position delete file written at `path` (`rows`: file_path and pos, sorted by both), for data
+    files of one partition; the bounds of file_path let readers skip it for other data files."""
+    from pyiceberg.conversions import to_bytes
+    from pyiceberg.types import LongType, StringType
+
+    paths, positions = rows["file_path"], rows["pos"]
+    delete_file = DataFile.from_args(
+        content=DataFileContent.POSITION_DELETES, file_path=path, file_format=FileFormat.PARQUET,
+        partition=partition, file_size_in_bytes=size, record_count=rows.num_rows, spec_id=spec_id,
+        value_counts={DELETE_FILE_PATH_ID: rows.num_rows, DELETE_POS_ID: rows.num_rows},
+        null_value_counts={DELETE_FILE_PATH_ID: 0, DELETE_POS_ID: 0},
+        lower_bounds={DELETE_FILE_PATH_ID: to_bytes(StringType(), paths[0].as_py()),
+                      DELETE_POS_ID: to_bytes(LongType(), pc.min(positions).as_py())},
+        upper_bounds={DELETE_FILE_PATH_ID: to_bytes(StringType(), paths[-1].as_py()),
+                      DELETE_POS_ID: to_bytes(LongType(), pc.max(positions).as_py())},
+        sort_order_id=None, equality_ids=None, key_metadata=None)
+    delete_file.spec_id = spec_id  # not a field: from_args drops it, and so does pickling
+    return delete_file
+
+
+class _DeleteManifestWriter(ManifestWriterV2):
+    """pyiceberg writes only data manifests; delete files go in a manifest of their own content."""
+
+    def content(self) -> ManifestContent:
+        return ManifestContent.DELETES
+
+    @property
+    def _meta(self) -> dict[str, str]:
+        return {**super()._meta, "content": "deletes"}
+
+
+class _RowDelta(_Overwrite):
+    """An overwrite that also adds position delete files (Java Iceberg's RowDelta, which pyiceberg lacks)."""
+
+    def __init__(self, *args, delete_files: list, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._added_delete_files = list(delete_files)
+
+    def _manifests(self):
+        manifests = super()._manifests()
+        by_spec: dict[int, list] = {}
+        for delete_file in self._added_delete_files:
+            by_spec.setdefault(delete_file.spec_id, []).append(delete_file)
+        for spec_id, files in by_spec.items():
+            writer = _DeleteManifestWriter(self.spec(spec_id), self.schema(), self.new_manifest_output(),
+                                           self._snapshot_id, self._compression)
+            with writer:
+                for delete_file in files:
+                    writer.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=self._snapshot_id,
+                                                       data_file=delete_file))
+            manifests.append(writer.to_manifest_file())
+        return manifests
+
+    def _summary(self, snapshot_properties=None):
+        added = self._added_data_files  # the summary counts delete files by their content
+        self._added_data_files = added + self._added_delete_files
+        try:
+            return super()._summary(snapshot_properties or {})
+        finally:
+            self._added_data_files = added
+
+
+def commit_files(table, removed: list, added: list, properties: dict[str, str], deletes: list = ()) -> int:
+    """One snapshot that removes `removed` and adds `added` DataFiles and `deletes` position delete files, with
+    `properties` in its summary: an overwrite when it removes files or adds deletes, else a merging append. Returns
+    the new snapshot's id."""
     with table.transaction() as tx:
-        if removed:
+        if deletes:
+            producer = _RowDelta(operation=Operation.OVERWRITE, transaction=tx, io=table.io,
+                                 snapshot_properties=properties, delete_files=deletes)
+        elif removed:
             producer = _Overwrite(operation=Operation.OVERWRITE, transaction=tx, io=table.io,
                                   snapshot_properties=properties)
         else:
@@ -61,3 +138,16 @@ def commit_files(table, removed: list, added: list, properties: dict[str, str]) 
             for data_file in added:
                 producer.append_data_file(data_file)
     return table.current_snapshot().snapshot_id
+
+
+def live_data_files(table) -> list[tuple[DataFile, int]]:
+    """The current snapshot's data files, each with its data sequence number: a newer file holds newer rows."""
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return []
+    files = []
+    for manifest in snapshot.manifests(table.io):
+        if manifest.content == ManifestContent.DATA:
+            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+                files.append((entry.data_file, entry.sequence_number))
+    return files

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import shutil
 import threading
 import time
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from ..catalog.store import Catalog
 from .failures import cause_of
 from .ingest.supervisor import Ingestions
 from .lifecycle import SinkLifecycle
+from .sink import state_dir
 from .sink.runner import SinkFailed, SinkRunner
 
 log = logging.getLogger("icesink.scheduler")
@@ -179,4 +181,5 @@ class Scheduler:
     def _retire(self, sink_id: str) -> None:
         slot = self.slots.pop(sink_id)
         if slot.runner is not None:
-            slot.runner.stop()
+            slot.runner.stop()  # then no batch of it writes its state any more, which DROP SINK removed
+            shutil.rmtree(state_dir(self.data_dir, sink_id), ignore_errors=True)

@@ -341,6 +341,14 @@ class SinkDescriptor:
     partition_by: tuple[PartitionField, ...] = ()
     columns: Optional[tuple[Column, ...]] = None
     aws_connection_id: Optional[str] = None
+    write_mode: str = "copy-on-write"  # MODE UPSERT's: 'copy-on-write' | 'merge-on-read'
+
+    @property
+    def writer(self) -> str:
+        """Which writer writes the sink's batches (engine/sink/writers WRITERS)."""
+        if self.mode == "upsert" and self.write_mode == "merge-on-read":
+            return "merge-on-read"
+        return self.mode
 
     @property
     def namespace_levels(self) -> tuple[str, ...]:
@@ -360,7 +368,8 @@ class SinkDescriptor:
                 "aws_connection_id": self.aws_connection_id, "namespace": self.namespace, "table": self.table,
                 "mode": self.mode, "key": list(self.key), "key_enforced": self.key_enforced,
                 "key_checked": self.key_checked, "partition_by": [p.to_json() for p in self.partition_by],
-                "commit_interval_ms": self.commit_interval_ms, "columns": _columns_json(self.columns)}
+                "commit_interval_ms": self.commit_interval_ms, "columns": _columns_json(self.columns),
+                "write_mode": self.write_mode}
 
     # the JSON paths of the Iceberg table a sink writes, for the catalog to look sinks up by it in SQL
     TABLE_PATHS = ("$.namespace", "$.table")
@@ -371,7 +380,8 @@ class SinkDescriptor:
         return cls(data["input_id"], data["connection_id"], data["namespace"], data["table"], data["mode"],
                    data["commit_interval_ms"], tuple(data.get("key", ())), data.get("key_enforced", True),
                    data.get("key_checked", True), tuple(PartitionField.from_json(p) for p in data.get("partition_by", ())),
-                   _columns(data.get("columns")), data.get("aws_connection_id"))
+                   _columns(data.get("columns")), data.get("aws_connection_id"),
+                   data.get("write_mode", "copy-on-write"))
 
 
 @dataclass(frozen=True)

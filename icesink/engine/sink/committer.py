@@ -94,7 +94,7 @@ class Committer:
                     log.warning("sink %s: %d snapshots by other writers since its last commit", self.sink_id,
                                 len(progress.foreign_writes))
             if planned is not None:  # the earlier attempt did not land: nothing will ever reference its files
-                _delete(table.io, [f.file_path for f in planned.added], self.sink_id)
+                _delete(table.io, [f.file_path for f in planned.added + planned.deletes], self.sink_id)
             planned = plan_files(table, after)
             if not planned.rows and after == lower:
                 return None
@@ -104,7 +104,7 @@ class Committer:
                                             {"lower": after.to_json(), "upper": upper.to_json(),
                                              "rows": planned.rows})
             try:
-                snapshot_id = commit_files(table, planned.removed, planned.added, properties)
+                snapshot_id = commit_files(table, planned.removed, planned.added, properties, planned.deletes)
             except CommitFailedException as exc:
                 log.info("sink %s: commit attempt %d lost a race (%s); planning again", self.sink_id, attempt, exc)
                 continue

@@ -15,6 +15,7 @@ from ..failures import cause_of, is_external, needs_action
 from ..lifecycle import SinkLifecycle
 from ..faults import crash_point
 from ..sources import Input, input_for
+from . import state_dir
 from .committer import Committer, Fenced
 from .progress import latest_progress
 from .table import ensure_table
@@ -83,7 +84,8 @@ class SinkRunner:
             raise SinkFailed(str(exc)) from None
         columns = [c.name for c in self.descriptor.columns]
         enforced = self.descriptor.key_enforced and not self.input.upsert_stream
-        self.writer = writer_for(self.descriptor.mode, columns, list(self.descriptor.key), enforced)
+        self.writer = writer_for(self.descriptor.writer, columns, list(self.descriptor.key), enforced,
+                                 str(state_dir(self.catalog.data_dir, self.sink.id)))
         self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.sink.cluster or "default")
         self.query = (stream.writeStream.queryName(f"icesink-{self.sink.id}-v{self.committer.version}")
                       .foreachBatch(self._batch)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from .append import AppendWriter
 from .base import BatchFiles, KeyViolation, Writer
+from .merge_on_read import MergeOnReadWriter
 from .upsert import UpsertWriter
 
-WRITERS = {"upsert": UpsertWriter, "append": AppendWriter}
+# by SinkDescriptor.writer: MODE APPEND, or MODE UPSERT's WRITE MODE
+WRITERS = {"upsert": UpsertWriter, "append": AppendWriter, "merge-on-read": MergeOnReadWriter}
 
 
-def writer_for(mode: str, columns: list[str], key: list[str], enforced: bool) -> Writer:
-    """`enforced`: the input promises one live row per key (see UpsertWriter)."""
-    return WRITERS[mode](columns, key, enforced)
+def writer_for(name: str, columns: list[str], key: list[str], enforced: bool, state_dir: str) -> Writer:
+    """`enforced`: the input promises one live row per key (see UpsertWriter); `state_dir`: the sink's own
+    directory, for what a writer keeps between batches."""
+    return WRITERS[name](columns, key, enforced, state_dir)
 
 
 __all__ = ["AppendWriter", "BatchFiles", "KeyViolation", "UpsertWriter", "WRITERS", "Writer", "writer_for"]

@@ -31,6 +31,7 @@ class BatchFiles:
     """What one batch writes, and what it read: the tally the commit records."""
     removed: list = field(default_factory=list)
     added: list = field(default_factory=list)
+    deletes: list = field(default_factory=list)  # position delete files added (merge-on-read)
     rows: int = 0  # changes read
     reaches: list = field(default_factory=list)  # how far each task's changes go (Frontier.reach)
     newest_ts: int | None = None  # when the newest change was made (ms)
@@ -75,6 +76,10 @@ def collect(results: DataFrame, groups: list | None = None) -> BatchFiles:
         payload = pickle.loads(row.payload)
         if row.kind == "added":
             files.added.append(payload)
+        elif row.kind == "deletes":
+            spec_id, delete_file = payload
+            delete_file.spec_id = spec_id
+            files.deletes.append(delete_file)
         elif row.kind == "rewrote":
             group, indexes = payload
             files.removed.extend(groups[group].tasks[i].file for i in indexes)

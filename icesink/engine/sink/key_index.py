@@ -1,0 +1,113 @@
+"""Where each key's row is, for the merge-on-read writer: per data file, its keys sorted, with their positions.
+
+A data file never changes, so its index never does: it is built once from the file's key columns (on first use, on
+the executor that needs it) and kept beside the sink's state as an Arrow file that executors memory-map, so its
+pages are shared by every worker process and the OS keeps in memory only what is probed. Nothing in it can
+disagree with a committed snapshot: which files are live, and which is newest, come from the snapshot each batch
+plans against. Because every upsert writes its key's new row into a new file, a key's live row is in the newest
+live file holding it (or, if its newest row was deleted, it has none, and deleting that row again is harmless);
+older rows of the key are already deleted. So locating needs no delete files: probe the files newest first, and
+the first file holding a key holds its row.
+
+Bytes per key: the key's own (8 for integer, date and timestamp keys) plus 4 for its position, on disk; one
+integer key column is searched by bisection (O(log n) a key, touching a few pages), any other key by a hash join
+over the file's keys (O(file) a probe, still without reading the data file).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+
+POS = "_icesink_pos"
+
+
+def _integer_view(array) -> np.ndarray | None:
+    """An int64 view of a key column whose values order as integers (integers, dates, timestamps), else None."""
+    kind = array.type
+    if pa.types.is_integer(kind):
+        return array.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    if pa.types.is_date32(kind):
+        return array.cast(pa.int32()).to_numpy(zero_copy_only=False).astype(np.int64)
+    if pa.types.is_timestamp(kind) or pa.types.is_date64(kind):
+        return array.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    return None
+
+
+class KeyIndex:
+    def __init__(self, directory: str | Path, key: list[str]):
+        self.directory = Path(directory)
+        self.key = key
+
+    def _path(self, data_file: str) -> Path:
+        return self.directory / (hashlib.sha1(data_file.encode()).hexdigest() + ".arrow")
+
+    def of(self, data_file: str, io) -> pa.Table:
+        """The data file's keys sorted, with their positions (POS); built from the file when missing."""
+        path = self._path(data_file)
+        try:
+            return ipc.open_file(pa.memory_map(str(path))).read_all()
+        except (FileNotFoundError, pa.ArrowInvalid):
+            pass
+        import pyarrow.parquet as pq
+
+        with io.new_input(data_file).open() as stream:
+            keys = pq.read_table(stream, columns=self.key)
+        keys = keys.append_column(POS, pa.array(np.arange(keys.num_rows, dtype=np.int32)))
+        keys = keys.sort_by([(k, "ascending") for k in self.key])  # written sorted by the writers: cheap
+        self.directory.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{uuid.uuid4().hex}.tmp")  # executors may build the same index at once
+        with pa.OSFile(str(partial), "wb") as sink, ipc.new_file(sink, keys.schema) as writer:
+            writer.write_table(keys.combine_chunks())
+        os.replace(partial, path)
+        return ipc.open_file(pa.memory_map(str(path))).read_all()
+
+    def locate(self, files: list[tuple[str, int]], keys: pa.Table, io) -> dict[str, np.ndarray]:
+        """For `keys` (an Arrow table of the key columns, each key once), the position of each key's newest row,
+        per data file: `files` are (path, data sequence number) of the live data files."""
+        found: dict[str, np.ndarray] = {}
+        remaining = keys.select(self.key)
+        for path, _ in sorted(files, key=lambda f: -f[1]):
+            if not remaining.num_rows:
+                break
+            index = self.of(path, io)
+            hit_rows, positions = self._probe(index, remaining)
+            if len(positions):
+                found[path] = np.sort(positions)
+                keep = np.ones(remaining.num_rows, dtype=bool)
+                keep[hit_rows] = False
+                remaining = remaining.filter(pa.array(keep))
+        return found
+
+    def _probe(self, index: pa.Table, keys: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        """(rows of `keys` found in the file, their positions in it)."""
+        if len(self.key) == 1:
+            wanted, have = _integer_view(keys[self.key[0]].combine_chunks()), None
+            if wanted is not None:
+                have = _integer_view(index[self.key[0]].combine_chunks())
+            if have is not None:
+                at = np.searchsorted(have, wanted)
+                inside = at < len(have)
+                hit = np.zeros(len(wanted), dtype=bool)
+                hit[inside] = have[at[inside]] == wanted[inside]
+                rows = np.nonzero(hit)[0]
+                return rows, index[POS].to_numpy()[at[rows]] if len(rows) else np.empty(0, np.int32)
+        numbered = keys.append_column("_icesink_row", pa.array(np.arange(keys.num_rows, dtype=np.int64)))
+        joined = numbered.join(index, keys=self.key, join_type="inner")
+        return (joined["_icesink_row"].to_numpy(), joined[POS].to_numpy())
+
+
+def delete_rows(found: dict[str, np.ndarray]) -> pa.Table:
+    """Position delete rows (file_path, pos) for `found`, sorted by path and position as the spec asks."""
+    paths = sorted(found)
+    counts = [len(found[p]) for p in paths]
+    if not paths:
+        return pa.table({"file_path": pa.array([], pa.string()), "pos": pa.array([], pa.int64())})
+    return pa.table({"file_path": pc.take(pa.array(paths, pa.string()), np.repeat(np.arange(len(paths)), counts)),
+                     "pos": pa.array(np.concatenate([found[p] for p in paths]).astype(np.int64))})

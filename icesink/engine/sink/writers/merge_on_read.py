@@ -1,0 +1,92 @@
+"""MODE UPSERT, merge-on-read (WRITE MODE = 'merge-on-read'): a batch writes its new rows into new data files and
+deletes the old rows of its changed keys by position, in position delete files (Iceberg v2, which DuckDB,
+pyiceberg, polars and Spark read), located through the key index (key_index.py) without reading the table. A
+batch's cost follows its changes, wherever in the key space they fall; the table's size only adds a bisection per
+key and file. Executors locate, write and delete; the driver lists the live files and commits."""
+from __future__ import annotations
+
+import pickle
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from ...pyiceberg_internals import (POSITION_DELETE_SCHEMA, executor_context, live_data_files, position_delete_file,
+                                    table_context)
+from ...sources.engine_table import DIFF
+from ..key_index import KeyIndex, delete_rows
+from ..table import IncompatibleTable
+from .base import RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, write
+from .upsert import _latest, _violations
+
+
+class MergeOnReadWriter:
+    """`state_dir`: where the sink keeps its key index (local to the machine that runs the sink)."""
+
+    def __init__(self, columns: list[str], key: list[str], enforced: bool = False, state_dir: str | None = None):
+        self.columns, self.key, self.enforced = columns, key, enforced
+        self.index_dir = str(Path(state_dir) / "keys")
+
+    def plan(self, changes: DataFrame, table, after) -> BatchFiles:
+        if table.metadata.format_version < 2:
+            raise IncompatibleTable(f"the Iceberg table {'.'.join(table.name())} is format version "
+                                    f"{table.metadata.format_version}, which has no delete files: WRITE MODE "
+                                    "'merge-on-read' needs format version 2 (or WRITE MODE 'copy-on-write')")
+        spark = changes.sparkSession
+        live = live_data_files(table)
+        files = [(f.file_path, sequence) for f, sequence in live]
+        partitions = {f.file_path: (f.spec_id, f.partition) for f, _ in live}  # a delete file's partition is its
+        # data files'
+        tasks = max(spark.sparkContext.defaultParallelism, changes.rdd.getNumPartitions())
+        changed = changes.filter(after.beyond()).repartition(tasks, *[F.col(k) for k in self.key])
+        merge = _merge(*table_context(table), self.key, self.columns, self.enforced, files, partitions,
+                       self.index_dir, type(after).reach)
+        return collect(changed.mapInArrow(merge, from_arrow_schema(RESULT_SCHEMA)))
+
+
+def _merge(metadata_json, io_properties, location, key, columns, enforced, files, partitions, index_dir, reach):
+    """An executor function: some keys' changes in, result rows out (see base.collect)."""
+    def merge(batches):
+        batches = list(batches)
+        changes = pa.Table.from_batches(batches) if batches else None
+        if changes is None or not changes.num_rows:
+            return
+        metadata, io = executor_context(metadata_json, io_properties, location)
+        found = [tally(changes, reach)]
+        problem = _violations(changes, key) if enforced else None
+        if problem:
+            yield facts(found + [{"kind": "violation", "payload": pickle.dumps(problem)}])
+            return
+        latest = _latest(changes, key)
+        rows = conform(latest.select(columns), metadata.schema().as_arrow())
+        located = KeyIndex(index_dir, key).locate(files, rows.select(key), io)
+        upserts = rows.filter(pc.greater(latest[DIFF], 0))
+        found.extend(write(metadata, io, upserts.sort_by([(k, "ascending") for k in key])))
+        found.extend(_write_deletes(metadata, io, located, partitions))
+        yield facts(found)
+    return merge
+
+
+def _write_deletes(metadata, io, located: dict, partitions: dict):
+    """Result rows for the position delete files of `located` (data file path: positions), one per data file:
+    polars reads no other kind, and a data file's deletes then go with it when it is rewritten."""
+    for data_file, positions in located.items():
+        spec_id, partition = partitions[data_file]
+        rows = delete_rows({data_file: positions}).cast(POSITION_DELETE_SCHEMA)
+        buffer = pa.BufferOutputStream()
+        pq.write_table(rows, buffer)
+        data = buffer.getvalue()
+        path = f"{metadata.location}/data/{uuid.uuid4()}-deletes.parquet"
+        with io.new_output(path).create(overwrite=True) as stream:
+            stream.write(data)
+        delete_file = position_delete_file(path, rows, len(data), spec_id, partition)
+        yield {"kind": "deletes", "payload": pickle.dumps((spec_id, delete_file))}  # a DataFile pickles without
+        # its spec id
+
+
+__all__ = ["MergeOnReadWriter"]
