@@ -14,7 +14,7 @@ from pyiceberg.manifest import (DataFile, DataFileContent, FileFormat, ManifestC
                                 ManifestEntryStatus, ManifestWriterV2)
 from pyiceberg.table.metadata import TableMetadataUtil
 from pyiceberg.table.snapshots import Operation
-from pyiceberg.table.update.snapshot import _OverwriteFiles
+from pyiceberg.table.update.snapshot import _OverwriteFiles, _SnapshotProducer
 
 PINNED_MINOR = (0, 12)
 
@@ -140,6 +140,62 @@ def commit_files(table, removed: list, added: list, properties: dict[str, str], 
     return table.current_snapshot().snapshot_id
 
 
+class _Replace(_SnapshotProducer):
+    """Rewritten files (the merge-on-read sink's folding): removes data files and the delete files that only they
+    referenced, adds the data files holding their live rows, and writes every manifest again, one per content and
+    spec (so the manifests each row-delta commit adds do not pile up)."""
+
+    def __init__(self, transaction, io, removed: list, added: list, properties: dict[str, str]):
+        super().__init__(operation=Operation.REPLACE, transaction=transaction, io=io, snapshot_properties=properties)
+        self._removed_paths = {f.file_path for f in removed}
+        self._deleted_data_files = set(removed)  # what the summary counts as removed
+        for data_file in added:
+            self.append_data_file(data_file)
+
+    def _deleted_entries(self) -> list:
+        return []  # written as DELETED entries of the manifests below
+
+    def _summary(self, snapshot_properties=None):
+        from pyiceberg.table.snapshots import Summary
+
+        self._operation = Operation.OVERWRITE  # pyiceberg totals no other kind: the counts are an overwrite's
+        try:
+            summary = super()._summary(snapshot_properties or {})
+        finally:
+            self._operation = Operation.REPLACE
+        return Summary(Operation.REPLACE, **summary.additional_properties)
+
+    def _existing_manifests(self) -> list:
+        snapshot = self._transaction.table_metadata.snapshot_by_name(self._target_branch)
+        groups: dict[tuple, list] = {}
+        for manifest in snapshot.manifests(self._io) if snapshot else ():
+            for entry in manifest.fetch_manifest_entry(self._io, discard_deleted=True):
+                groups.setdefault((manifest.content, manifest.partition_spec_id), []).append(entry)
+        manifests = []
+        for (content, spec_id), entries in groups.items():
+            if content == ManifestContent.DELETES:
+                writer = _DeleteManifestWriter(self.spec(spec_id), self.schema(), self.new_manifest_output(),
+                                               self._snapshot_id, self._compression)
+            else:
+                writer = self.new_manifest_writer(self.spec(spec_id))
+            with writer:
+                for entry in entries:
+                    if entry.data_file.file_path in self._removed_paths:
+                        writer.delete(entry)
+                    else:
+                        writer.existing(entry)
+            manifests.append(writer.to_manifest_file())
+        return manifests
+
+
+def replace_files(table, removed: list, added: list, properties: dict[str, str]) -> int:
+    """One 'replace' snapshot: `removed` data and delete files out, `added` data files (the same rows) in."""
+    with table.transaction() as tx:
+        with _Replace(tx, table.io, removed, added, properties):
+            pass
+    return table.current_snapshot().snapshot_id
+
+
 def live_data_files(table) -> list[tuple[DataFile, int]]:
     """The current snapshot's data files, each with its data sequence number: a newer file holds newer rows."""
     snapshot = table.current_snapshot()
@@ -151,3 +207,21 @@ def live_data_files(table) -> list[tuple[DataFile, int]]:
             for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
                 files.append((entry.data_file, entry.sequence_number))
     return files
+
+
+def live_delete_files(table) -> dict[str, list[DataFile]]:
+    """The current snapshot's position delete files that reference one data file each (as the merge-on-read
+    writer writes them), by that file's path."""
+    from pyiceberg.conversions import from_bytes
+    from pyiceberg.types import StringType
+
+    snapshot = table.current_snapshot()
+    found: dict[str, list] = {}
+    for manifest in snapshot.manifests(table.io) if snapshot else ():
+        if manifest.content == ManifestContent.DELETES:
+            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+                low = (entry.data_file.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
+                high = (entry.data_file.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
+                if low is not None and low == high:  # another writer's, for several files: left as it is
+                    found.setdefault(from_bytes(StringType(), low), []).append(entry.data_file)
+    return found

@@ -17,13 +17,14 @@ from pyiceberg.exceptions import CommitFailedException
 from ...model.frontier import Frontier
 from ..failures import NeedsAction
 from ..faults import crash_point
-from ..pyiceberg_internals import commit_files
+from ..pyiceberg_internals import commit_files, replace_files
 from .progress import Progress, latest_progress, summary_properties
 from .writers import BatchFiles
 
 log = logging.getLogger("icesink.sink")
 MAX_ATTEMPTS = 5
 KEEP_SNAPSHOTS = 10  # expiry keeps this many newest snapshots, the newest icesink one always among them
+FOLDED_BY = "icesink.folded-by"  # in a fold's summary: the sink whose files it rewrote
 
 
 class Fenced(NeedsAction):
@@ -113,6 +114,28 @@ class Committer:
                 self._retired.append((snapshot_id, [f.file_path for f in planned.removed]))
             return Outcome(snapshot_id, False, upper, planned)
         raise CommitConflict(f"{MAX_ATTEMPTS} commit attempts in a row lost to concurrent commits")
+
+    def fold(self, plan_fold: Callable[[object], Optional[tuple[list, list]]]) -> Optional[int]:
+        """Commits a rewrite of files (the merge-on-read writer's folding) as a 'replace' snapshot, which holds the
+        same rows and no progress: latest_progress passes over it. A fenced sink folds nothing; a rewrite that
+        loses a race is dropped (its files deleted) and planned again after the next batch."""
+        table = self.load_table()
+        progress = latest_progress(table, self.sink_id)
+        if progress is not None:
+            self._check_version(progress)
+        planned = plan_fold(table)
+        if planned is None:
+            return None
+        removed, added = planned
+        try:
+            snapshot_id = replace_files(table, removed, added, {FOLDED_BY: self.sink_id})
+        except CommitFailedException as exc:
+            log.info("sink %s: a fold lost a race (%s); it waits for the next batch", self.sink_id, exc)
+            _delete(table.io, [f.file_path for f in added], self.sink_id)
+            return None
+        self._retired.append((snapshot_id, [f.file_path for f in removed]))
+        log.info("sink %s: folded %d files into %d", self.sink_id, len(removed), len(added))
+        return snapshot_id
 
     def expire_snapshots(self, newest: int) -> None:
         """Expires all but the newest snapshots every few commits; never the one holding our progress. Called

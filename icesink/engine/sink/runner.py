@@ -158,4 +158,7 @@ class SinkRunner:
                                 "snapshot_id": outcome.snapshot_id})
         if not outcome.already_committed:
             self.committer.expire_snapshots(outcome.snapshot_id)
+            plan_fold = getattr(self.writer, "plan_fold", None)
+            if plan_fold is not None:
+                self.committer.fold(lambda table: plan_fold(self.spark, table, files.rows))
 

@@ -16,13 +16,21 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ...pyiceberg_internals import (POSITION_DELETE_SCHEMA, executor_context, live_data_files, position_delete_file,
-                                    table_context)
+from ...pyiceberg_internals import (POSITION_DELETE_SCHEMA, executor_context, live_data_files, live_delete_files,
+                                    position_delete_file, scan, table_context)
 from ...sources.engine_table import DIFF
 from ..key_index import KeyIndex, delete_rows
 from ..table import IncompatibleTable
-from .base import RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, write
+from .base import DEFAULT_TARGET_FILE_BYTES, RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, write
 from .upsert import _latest, _violations
+
+
+# Folding: what makes a data file worth rewriting, and how much a batch rewrites at most
+FOLD_DELETED_FRACTION = 0.2  # of a file's rows deleted: readers skip that many rows of it
+FOLD_SMALL_FILES = 16  # files under a quarter of the target size, merged once this many have gathered
+FOLD_ROWS_AT_LEAST = 500_000  # rewritten per batch at most: this, or FOLD_ROWS_PER_CHANGE times its changes
+FOLD_ROWS_PER_CHANGE = 4
+FOLD_ROWS_PER_TASK = 1_000_000
 
 
 class MergeOnReadWriter:
@@ -47,6 +55,57 @@ class MergeOnReadWriter:
         merge = _merge(*table_context(table), self.key, self.columns, self.enforced, files, partitions,
                        self.index_dir, type(after).reach)
         return collect(changed.mapInArrow(merge, from_arrow_schema(RESULT_SCHEMA)))
+
+    def plan_fold(self, spark, table, changes: int) -> tuple[list, list] | None:
+        """Folding, a slice after each batch: data files with a fifth of their rows deleted, and small files once
+        enough have gathered, are rewritten with their live rows only, sorted by key, and their delete files go
+        with them; at most max(FOLD_ROWS_AT_LEAST, FOLD_ROWS_PER_CHANGE × the batch's changes) rows a batch, so a
+        batch's time never jumps by a step that follows the table's size, and folding keeps pace with the
+        changes. Returns (files to remove, files to add), or None when nothing needs it."""
+        live = [f for f, _ in live_data_files(table)]
+        deletes = live_delete_files(table)
+        target = int(table.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES))
+        deleted = {f.file_path: sum(d.record_count for d in deletes.get(f.file_path, ())) for f in live}
+        worn = sorted((f for f in live if deleted[f.file_path] >= FOLD_DELETED_FRACTION * f.record_count),
+                      key=lambda f: -deleted[f.file_path] / max(1, f.record_count))
+        small = sorted((f for f in live if f.file_size_in_bytes < target // 4 and f not in worn),
+                       key=lambda f: f.file_size_in_bytes)
+        chosen = worn + (small if len(small) >= FOLD_SMALL_FILES else [])
+        budget, picked, rows = max(FOLD_ROWS_AT_LEAST, FOLD_ROWS_PER_CHANGE * changes), [], 0
+        for data_file in chosen:
+            if picked and rows + data_file.record_count > budget:
+                break
+            picked.append(data_file)
+            rows += data_file.record_count
+        if not picked or (len(picked) == 1 and not deleted[picked[0].file_path]):
+            return None
+        from pyiceberg.table import FileScanTask
+
+        groups, group, size = [], [], 0
+        for data_file in picked:
+            group.append(FileScanTask(data_file, set(deletes.get(data_file.file_path, ()))))
+            size += data_file.record_count
+            if size >= FOLD_ROWS_PER_TASK:
+                groups.append(group)
+                group, size = [], 0
+        groups += [group] if group else []
+        rewrite = _rewrite(*table_context(table), self.key)
+        added = [pickle.loads(row) for row in
+                 spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(rewrite).collect()]
+        removed = picked + [d for f in picked for d in deletes.get(f.file_path, ())]
+        return removed, added
+
+
+def _rewrite(metadata_json, io_properties, location, key):
+    """An executor function: groups of FileScanTasks in, the pickled DataFiles of their live rows out."""
+    def rewrite(groups):
+        metadata, io = executor_context(metadata_json, io_properties, location)
+        schema = metadata.schema().as_arrow()
+        for tasks in groups:
+            rows = conform(scan(metadata, io).to_table(tasks), schema).sort_by([(k, "ascending") for k in key])
+            for fact in write(metadata, io, rows):
+                yield fact["payload"]
+    return rewrite
 
 
 def _merge(metadata_json, io_properties, location, key, columns, enforced, files, partitions, index_dir, reach):
