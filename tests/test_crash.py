@@ -11,7 +11,7 @@ import pytest
 
 import icesink
 from tests.conftest import rows, serve, serve_until_killed
-from tests.readers import duckdb_rows
+from tests.readers import duckdb_rows, polars_rows, pyiceberg_rows
 from tests.runtime import caught_up, iceberg_table, wait_for
 
 pytestmark = pytest.mark.timeout(1200)
@@ -47,7 +47,9 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(session):
         CREATE SINK orders_lake FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'orders')
           KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
         CREATE SINK orders_log FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'orders_log')
-          MODE APPEND WITH (COMMIT INTERVAL '1s');""")
+          MODE APPEND WITH (COMMIT INTERVAL '1s');
+        CREATE SINK orders_mor FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'orders_mor')
+          KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s', WRITE MODE 'merge-on-read');""")
     writer = Writer(session.data_dir)
     writer.start()
     rng = random.Random(5)
@@ -67,6 +69,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(session):
     try:
         wait_for(caught_up(session, "orders_lake", "orders"), timeout=180, what="the upsert sink to catch up")
         wait_for(caught_up(session, "orders_log", "orders"), timeout=180, what="the append sink to catch up")
+        wait_for(caught_up(session, "orders_mor", "orders"), timeout=180, what="the merge-on-read sink to catch up")
     finally:
         final.send_signal(signal.SIGTERM)
         assert final.wait(timeout=120) == 0  # a graceful stop
@@ -75,6 +78,9 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(session):
     assert len(expected) > 100
     upserted = iceberg_table(session, "orders_lake")
     assert duckdb_rows(upserted.metadata_location, "id, name, amount", "id") == expected
+    merged = iceberg_table(session, "orders_mor")  # its key index and delete files survived the kills
+    assert duckdb_rows(merged.metadata_location, "id, name, amount", "id") == expected
+    assert pyiceberg_rows(merged, ["id", "name", "amount"]) == polars_rows(merged, ["id", "name", "amount"]) == expected
     log = duckdb_rows(iceberg_table(session, "orders_log").metadata_location, "id, name, amount, _mz_diff", "1")
     state = {}
     for id_, name, amount, diff in log:
@@ -82,7 +88,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(session):
     assert all(n in (0, 1) for n in state.values())  # a duplicated change would show as 2 or -1
     assert sorted(k for k, n in state.items() if n) == expected
 
-    for table in (upserted, iceberg_table(session, "orders_log")):
+    for table in (upserted, iceberg_table(session, "orders_log"), merged):
         batches = [json.loads(s.summary.additional_properties["icesink.batch"])
                    for s in table.metadata.snapshots if "icesink.batch" in s.summary.additional_properties]
         ranges = sorted((b["lower"]["offset"], b["upper"]["offset"]) for b in batches)

@@ -1,0 +1,179 @@
+"""Upserts spread evenly over the key space, into tables of growing size, with each write mode.
+
+    .venv/bin/python bench/scatter.py [--rows 1000000,10000000] [--rates 10000,100000]
+        [--modes merge-on-read,copy-on-write] [--interval 5] [--batches 8] [--long 120] [--long-rows 10000000]
+
+For each table size and mode, the table is filled (one batch holding every key, as a sink's first batch), then, for
+each rate, `--batches` batches of rate x interval changes each go through the sink's own writer and committer (and,
+in merge-on-read, the fold that follows each batch), the changed keys spread over the whole key space (key = i x a
+large odd stride mod rows, so consecutive changes land far apart). The batches run back to back and the clock of a
+processing-time trigger is simulated: a change made at a uniformly random moment of an interval waits for the next
+trigger (or for the batch before it to end), then for its batch, so freshness = commit end - change time; the idle
+waits a real trigger would have are not spent. Streaming's own overhead per batch (well under 0.1 s) is not in it.
+
+`--long N`: N batches at the first rate into a `--long-rows` table in merge-on-read, reporting the worst batch
+against the median (N = 120 is ten minutes of 5 s commits), and the time DuckDB takes to scan the table then
+against a copy of its rows written afresh (no delete files). Prints figures; it is not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("ICESINK_SECRET_STORE", "file")
+
+from pyiceberg.catalog.sql import SqlCatalog  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+from bench.stats import percentile  # noqa: E402
+from icesink.engine.sink.committer import Committer  # noqa: E402
+from icesink.engine.sink.table import ensure_table  # noqa: E402
+from icesink.engine.sink.writers import writer_for  # noqa: E402
+from icesink.engine.sources.engine_table import DIFF, TS  # noqa: E402
+from icesink.engine.spark import get_spark  # noqa: E402
+from icesink.model.descriptors import SinkDescriptor  # noqa: E402
+from icesink.model.frontier import OFFSET, Offset  # noqa: E402
+from icesink.model.types import Column  # noqa: E402
+
+STRIDE = 2_654_435_761  # odd and larger than any table here: i -> i x STRIDE mod rows visits every key once
+COLUMNS = (Column("id", "bigint", False), Column("value", "text"), Column("round", "bigint"))
+
+
+class Bench:
+    def __init__(self, spark, directory: Path, rows: int, mode: str):
+        self.spark, self.rows, self.mode = spark, rows, mode
+        catalog = SqlCatalog("bench", uri=f"sqlite:///{directory}/catalog.db", warehouse=f"file://{directory}")
+        descriptor = SinkDescriptor("u0", "u0", "bench", f"t{rows}_{mode.replace('-', '_')}", "upsert", 5000,
+                                    ("id",), True, True, (), COLUMNS, None, mode)
+        ensure_table(catalog, descriptor, "u1")
+        self.load = lambda: catalog.load_table(descriptor.identifier)
+        self.committer = Committer(self.load, "u1", 1)
+        self.writer = writer_for(descriptor.writer, [c.name for c in COLUMNS], ["id"], True, str(directory / "state"))
+        self.offset = 0
+        self.changed = 0  # changes made so far, so each batch moves on through the permutation
+
+    def changes(self, count: int, first: bool = False):
+        """`count` upserts as a change stream (the sink's columns, then OFFSET, DIFF, TS), made on the executors."""
+        base, start = self.offset, self.changed
+        key = F.col("id") if first else ((F.col("id") + F.lit(start)) * F.lit(STRIDE)) % F.lit(self.rows)
+        frame = self.spark.range(count, numPartitions=max(2, count // 250_000)).select(
+            key.alias("id"), F.concat(F.lit("v"), F.col("id").cast("string")).alias("value"),
+            F.lit(start).alias("round"), (F.col("id") + F.lit(base + 1)).alias(OFFSET),
+            F.lit(1).cast("int").alias(DIFF), F.lit(int(time.time() * 1000)).alias(TS))
+        self.offset += count
+        if not first:
+            self.changed += count
+        return frame
+
+    def batch(self, count: int, first: bool = False) -> float:
+        """One batch as a sink runs it (commit, expiry, fold); its seconds."""
+        frame = self.changes(count, first)
+        started = time.perf_counter()
+        outcome = self.committer.commit(Offset(self.offset - count),
+                                        lambda table, after: self.writer.plan(frame, table, after))
+        self.committer.expire_snapshots(outcome.snapshot_id)
+        if hasattr(self.writer, "plan_fold"):
+            self.committer.fold(lambda table: self.writer.plan_fold(self.spark, table, count))
+        return time.perf_counter() - started
+
+
+def simulate(durations: list[float], interval: float, seed: int = 7) -> list[float]:
+    """Freshness of changes made uniformly over time under Spark's processing-time trigger: a batch starts at the
+    interval boundary after the previous batch's start, or at its end if it ran past it, and holds the changes made
+    since the previous batch started. (Each batch here holds rate x interval changes whatever its window; when
+    batches run past the interval, a real sink's would grow, so the figure is then a floor: `run` says so.)"""
+    import random
+
+    rng, start, previous, fresh = random.Random(seed), 0.0, -interval, []
+    for duration in durations:
+        end = start + duration
+        fresh += [end - rng.uniform(previous, start) for _ in range(200)]
+        previous, start = start, max(end, start - start % interval + interval)
+    return fresh
+
+
+def run(spark, rows: int, mode: str, rates: list[int], interval: float, batches: int) -> None:
+    directory = Path(tempfile.mkdtemp(prefix="icesink-scatter-"))
+    try:
+        bench = Bench(spark, directory, rows, mode)
+        fill = bench.batch(rows, first=True)
+        files = len(bench.load().inspect.files())
+        print(f"{rows:>11,} rows  {mode:<14} filled in {fill:.1f}s ({files} files)", flush=True)
+        for rate in rates:
+            durations = [bench.batch(int(rate * interval)) for _ in range(batches)]
+            fresh = simulate(durations, interval)
+            behind = " - falls behind: batches outlast the interval" if max(durations) > interval else ""
+            print(f"{rows:>11,} rows  {mode:<14} {rate:>7,} changes/s: batch p50 {statistics.median(durations):.2f}s "
+                  f"p95 {percentile(durations, 0.95):.2f}s  freshness p95 {percentile(fresh, 0.95):.1f}s "
+                  f"(interval {interval:g}s, {batches} batches){behind}", flush=True)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def scan_seconds(metadata_location: str) -> float:
+    from tests.readers import duckdb_rows
+
+    started = time.perf_counter()
+    duckdb_rows(metadata_location, "count(*), sum(round)", "1")
+    return time.perf_counter() - started
+
+
+def long_run(spark, rows: int, rate: int, interval: float, batches: int) -> None:
+    import pyarrow as pa
+
+    directory = Path(tempfile.mkdtemp(prefix="icesink-scatter-long-"))
+    try:
+        bench = Bench(spark, directory, rows, "merge-on-read")
+        bench.batch(rows, first=True)
+        durations = [bench.batch(int(rate * interval)) for _ in range(batches)]
+        table = bench.load()
+        summary = table.current_snapshot().summary
+        print(f"long run: {batches} batches of {int(rate * interval):,} scattered changes into {rows:,} rows "
+              f"(merge-on-read): batch median {statistics.median(durations):.2f}s, worst {max(durations):.2f}s "
+              f"({max(durations) / statistics.median(durations):.2f}x the median); then {summary['total-data-files']} "
+              f"data files, {summary['total-delete-files']} delete files, {summary['total-position-deletes']} "
+              "position deletes", flush=True)
+        worn = min(scan_seconds(table.metadata_location) for _ in range(3))
+        fresh_catalog = SqlCatalog("fresh", uri=f"sqlite:///{directory}/fresh.db", warehouse=f"file://{directory}/f")
+        fresh_catalog.create_namespace("bench")
+        rows_now = table.scan().to_arrow()
+        copy = fresh_catalog.create_table(("bench", "copy"), schema=table.schema(),
+                                          properties={"format-version": "2"})
+        copy.append(pa.Table.from_batches(rows_now.to_batches(), schema=rows_now.schema))
+        compact = min(scan_seconds(copy.metadata_location) for _ in range(3))
+        print(f"DuckDB scan of it: {worn:.2f}s; of its rows written afresh: {compact:.2f}s "
+              f"({worn / compact:.2f}x)", flush=True)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", default="1000000,10000000")
+    parser.add_argument("--rates", default="10000,100000")
+    parser.add_argument("--modes", default="merge-on-read,copy-on-write")
+    parser.add_argument("--interval", type=float, default=5.0, help="COMMIT INTERVAL, seconds")
+    parser.add_argument("--batches", type=int, default=8, help="batches per rate")
+    parser.add_argument("--long", type=int, default=0, help="batches of the long merge-on-read run (0: none)")
+    parser.add_argument("--long-rows", type=int, default=10_000_000)
+    parser.add_argument("--master", default="local[*]")
+    args = parser.parse_args()
+    spark = get_spark(args.master)
+    rates = [int(r) for r in args.rates.split(",")]
+    for rows in (int(r) for r in args.rows.split(",")):
+        for mode in args.modes.split(","):
+            run(spark, rows, mode, rates, args.interval, args.batches)
+    if args.long:
+        long_run(spark, args.long_rows, rates[0], args.interval, args.long)
+
+
+if __name__ == "__main__":
+    main()
