@@ -59,6 +59,7 @@ class Bench:
         self.writer = writer_for(descriptor.writer, [c.name for c in COLUMNS], ["id"], True, str(directory / "state"))
         self.offset = 0
         self.changed = 0  # changes made so far, so each batch moves on through the permutation
+        self.folds: list[float] = []  # of each batch, the seconds its fold took
 
     def changes(self, count: int, first: bool = False):
         """`count` upserts as a change stream (the sink's columns, then OFFSET, DIFF, TS), made on the executors."""
@@ -80,9 +81,12 @@ class Bench:
         outcome = self.committer.commit(Offset(self.offset - count),
                                         lambda table, after: self.writer.plan(frame, table, after))
         self.committer.expire_snapshots(outcome.snapshot_id)
+        folding = time.perf_counter()
         if hasattr(self.writer, "plan_fold"):
             self.committer.fold(lambda table: self.writer.plan_fold(self.spark, table, count))
-        return time.perf_counter() - started
+        ended = time.perf_counter()
+        self.folds.append(ended - folding)
+        return ended - started
 
 
 def simulate(durations: list[float], interval: float, seed: int = 7) -> list[float]:
@@ -108,11 +112,13 @@ def run(spark, rows: int, mode: str, rates: list[int], interval: float, batches:
         files = len(bench.load().inspect.files())
         print(f"{rows:>11,} rows  {mode:<14} filled in {fill:.1f}s ({files} files)", flush=True)
         for rate in rates:
+            bench.folds.clear()
             durations = [bench.batch(int(rate * interval)) for _ in range(batches)]
             fresh = simulate(durations, interval)
+            folded = f", fold p50 {statistics.median(bench.folds):.2f}s of it" if mode == "merge-on-read" else ""
             behind = " - falls behind: batches outlast the interval" if max(durations) > interval else ""
             print(f"{rows:>11,} rows  {mode:<14} {rate:>7,} changes/s: batch p50 {statistics.median(durations):.2f}s "
-                  f"p95 {percentile(durations, 0.95):.2f}s  freshness p95 {percentile(fresh, 0.95):.1f}s "
+                  f"p95 {percentile(durations, 0.95):.2f}s{folded}  freshness p95 {percentile(fresh, 0.95):.1f}s "
                   f"(interval {interval:g}s, {batches} batches){behind}", flush=True)
     finally:
         shutil.rmtree(directory, ignore_errors=True)

@@ -1,5 +1,4 @@
 """Helpers for tests that run sinks: waiting, and looking at the Iceberg tables they write."""
-import json
 import time
 
 from icesink.catalog_connections import connector_for
@@ -23,14 +22,16 @@ def iceberg_table(session, sink_name):
 
 
 def committed_offset(session, sink_name):
+    """The offset the sink's newest progress in its table covers (a merge-on-read fold's snapshot after it holds
+    none: the progress is looked up as a restart looks it up)."""
+    from icesink.engine.sink.progress import latest_progress
+
     try:
         table = iceberg_table(session, sink_name)
     except Exception:
         return 0
-    snapshot = table.current_snapshot()
-    if snapshot is None:
-        return 0
-    return json.loads(snapshot.summary.additional_properties.get("icesink.frontier", '{"offset": 0}'))["offset"]
+    progress = latest_progress(table, session.catalog.get(sink_name).id)
+    return progress.frontier.offset if progress is not None else 0
 
 
 def caught_up(session, sink_name, table_name):

@@ -8,10 +8,10 @@ from tests.readers import duckdb_rows, polars_rows, pyiceberg_rows
 from tests.runtime import caught_up, iceberg_table, wait_for
 
 
-def _sink(session, table, write_mode="merge-on-read", key="id", extra=""):
+def _sink(session, table, write_mode="merge-on-read", key="id", options=""):
     session.execute(f"""
         CREATE SINK {table}_lake FROM {table} INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'mor', TABLE '{table}')
-          KEY ({key}) MODE UPSERT {extra} WITH (COMMIT INTERVAL '1s', WRITE MODE '{write_mode}')""")
+          KEY ({key}) MODE UPSERT WITH (COMMIT INTERVAL '1s', WRITE MODE '{write_mode}'{options})""")
 
 
 def _every_reader(session, sink, columns, expected):
@@ -21,18 +21,14 @@ def _every_reader(session, sink, columns, expected):
     assert polars_rows(table, columns) == expected
 
 
-def test_scattered_upserts_and_deletes_write_only_what_changed(session, scheduler, monkeypatch):
-    """Folding is made eager (it runs on the driver, where these settings are read), so that rewrites of worn and
-    small files happen between the rounds, and the readers read through them."""
-    from icesink.engine.sink.writers import merge_on_read
-
-    monkeypatch.setattr(merge_on_read, "FOLD_DELETED_FRACTION", 0.01)
-    monkeypatch.setattr(merge_on_read, "FOLD_SMALL_FILES", 3)
+def test_scattered_upserts_and_deletes_write_only_what_changed(session, scheduler):
+    """Folding is made eager, so that rewrites of worn and small files happen between the rounds, and the readers
+    read through them."""
     session.execute("""
         CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
         CREATE TABLE accounts (id bigint NOT NULL, balance bigint, note text, PRIMARY KEY (id));""")
     session.execute("INSERT INTO accounts VALUES " + ", ".join(f"({i}, {i * 10}, 'n{i}')" for i in range(1, 20001)))
-    _sink(session, "accounts")
+    _sink(session, "accounts", options=", FOLD THRESHOLD = 0.01, FOLD SMALL FILES = 3")
     wait_for(caught_up(session, "accounts_lake", "accounts"), what="the initial rows")
     rng = random.Random(11)
     expected = {i: (i * 10, f"n{i}") for i in range(1, 20001)}
@@ -64,17 +60,14 @@ def test_scattered_upserts_and_deletes_write_only_what_changed(session, schedule
     assert len(table.current_snapshot().manifests(table.io)) <= 4  # a fold writes them again: one per content
 
 
-def test_a_key_changed_again_and_again_keeps_one_row(session, scheduler, monkeypatch):
+def test_a_key_changed_again_and_again_keeps_one_row(session, scheduler):
     """Each upsert of a key deletes its newest row only: the same key updated, deleted and inserted again across
     batches, and a string key (the index's hash-join path). Folding is off, to count what the batches wrote."""
-    from icesink.engine.sink.writers import merge_on_read
-
-    monkeypatch.setattr(merge_on_read, "FOLD_DELETED_FRACTION", 2.0)
     session.execute("""
         CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
         CREATE TABLE users (name text NOT NULL, visits int, PRIMARY KEY (name));
         INSERT INTO users VALUES ('ann', 1), ('bob', 1), ('cy', 1);""")
-    _sink(session, "users", key="name")
+    _sink(session, "users", key="name", options=", FOLD ROWS PER BATCH = 0")
     wait_for(caught_up(session, "users_lake", "users"), what="the initial rows")
     for sql in ["UPDATE users SET visits = visits + 1 WHERE name = 'ann'",
                 "DELETE FROM users WHERE name = 'bob'",
@@ -106,5 +99,17 @@ def test_write_mode_is_checked_and_can_be_altered(session):
     session.execute("ALTER SINK t_lake SET (WRITE MODE = 'merge_on_read')")
     assert session.catalog.get("t_lake").descriptor.write_mode == "merge-on-read"
     assert "WRITE MODE = 'merge_on_read'" in session.execute("SHOW CREATE SINK t_lake")[0].rows[0][1]
-    session.execute("ALTER SINK t_lake RESET (WRITE MODE)")
+    with pytest.raises(Exception, match=r"FOLD THRESHOLD is the fraction .* more than 0 and at most 1, not 1.5"):
+        session.execute("ALTER SINK t_lake SET (FOLD THRESHOLD = 1.5)")
+    with pytest.raises(Exception, match="FOLD SMALL FILES must be a whole number of at least 2, not 1"):
+        session.execute("ALTER SINK t_lake SET (FOLD SMALL FILES = 1)")
+    session.execute("ALTER SINK t_lake SET (FOLD THRESHOLD = 0.5, FOLD ROWS PER BATCH = 0)")
+    fold = session.catalog.get("t_lake").descriptor.fold
+    assert (fold.threshold, fold.small_files, fold.rows_per_batch) == (0.5, 16, 0)
+    session.execute("ALTER SINK t_lake RESET (FOLD ROWS PER BATCH)")
+    assert session.catalog.get("t_lake").descriptor.fold.rows_per_batch == 500_000
+    session.execute("ALTER SINK t_lake RESET (WRITE MODE)")  # copy-on-write folds nothing: its FOLD options go
     assert session.catalog.get("t_lake").descriptor.write_mode == "copy-on-write"
+    assert "FOLD" not in session.execute("SHOW CREATE SINK t_lake")[0].rows[0][1]
+    with pytest.raises(Exception, match="FOLD THRESHOLD applies to WRITE MODE 'merge-on-read'"):
+        session.execute("ALTER SINK t_lake SET (FOLD THRESHOLD = 0.5)")

@@ -11,7 +11,9 @@ from ..model.options import OptionSpec, text as _text
 
 CONNECTION_WITH_OPTIONS = {"VALIDATE": OptionSpec(("bool",))}
 SINK_WITH_OPTIONS = {"COMMIT INTERVAL": OptionSpec(("string",)),
-                     "WRITE MODE": _text(choices=("copy-on-write", "merge-on-read"))}
+                     "WRITE MODE": _text(choices=("copy-on-write", "merge-on-read")),
+                     "FOLD THRESHOLD": OptionSpec(("number",)), "FOLD SMALL FILES": OptionSpec(("number",)),
+                     "FOLD ROWS PER BATCH": OptionSpec(("number",))}
 SINK_TARGET_OPTIONS = {"NAMESPACE": _text(), "TABLE": _text()}
 POSTGRES_SOURCE_OPTIONS = {
     "PUBLICATION": _text(),

@@ -9,7 +9,7 @@ from ..errors import PlanError
 from ..grammar import ast
 from ..grammar.render import statement_sql
 from ..grammar.parser import parse_statement
-from ..model.descriptors import APPEND_COLUMNS, MZ_DIFF, MZ_TIMESTAMP, PartitionField, SinkDescriptor
+from ..model.descriptors import APPEND_COLUMNS, MZ_DIFF, MZ_TIMESTAMP, FoldPolicy, PartitionField, SinkDescriptor
 from . import options as opts
 from .binder import Binder
 from .create import exists_notice
@@ -44,6 +44,31 @@ def write_mode(options: dict[str, ast.Option], mode: str) -> str:
     if mode != "upsert":
         raise PlanError("WRITE MODE applies to MODE UPSERT: MODE APPEND only appends", given.pos)
     return opts.scalar(given).lower().replace("_", "-")
+
+
+FOLD_OPTIONS = {"FOLD THRESHOLD": "threshold", "FOLD SMALL FILES": "small_files",
+                "FOLD ROWS PER BATCH": "rows_per_batch"}
+
+
+def fold_policy(options: dict[str, ast.Option], policy: FoldPolicy, writes_by_position: bool) -> FoldPolicy:
+    """`policy` with the FOLD options given: a threshold in (0, 1], at least 2 small files, rows per batch ≥ 0."""
+    given = {name: options[name] for name in FOLD_OPTIONS if name in options}
+    if given and not writes_by_position:
+        name, option = next(iter(given.items()))
+        raise PlanError(f"{name} applies to WRITE MODE 'merge-on-read', which leaves delete files to fold",
+                        option.pos)
+    changes = {}
+    for name, option in given.items():
+        number = float(option.value.text)
+        if name == "FOLD THRESHOLD" and not 0 < number <= 1:
+            raise PlanError(f"FOLD THRESHOLD is the fraction of a file's rows deleted before it is rewritten: more than "
+                            f"0 and at most 1, not {option.value.text}", option.value.pos)
+        if name != "FOLD THRESHOLD" and (not number.is_integer() or number < (2 if name == "FOLD SMALL FILES" else 0)):
+            least = 2 if name == "FOLD SMALL FILES" else 0
+            raise PlanError(f"{name} must be a whole number of at least {least}, not {option.value.text}",
+                            option.value.pos)
+        changes[FOLD_OPTIONS[name]] = number if name == "FOLD THRESHOLD" else int(number)
+    return dataclasses.replace(policy, **changes)
 
 
 def _identifier_part(option: ast.Option, what: str) -> list[str]:
@@ -191,6 +216,8 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
         input_obj.id, connection.id, namespace, table, stmt.mode, commit_interval_ms(with_options["COMMIT INTERVAL"]),
         tuple(k.value for k in stmt.key), stmt.key_enforced, relation.columns is not None, tuple(partition_spec),
         relation.columns, aws_id, write_mode(with_options, stmt.mode))
+    descriptor = dataclasses.replace(descriptor, fold=fold_policy(with_options, FoldPolicy(),
+                                                                  descriptor.writer == "merge-on-read"))
     return CreatePlan("sink", "iceberg", stmt.name.name, statement_sql(stmt), statement_sql(stmt, redacted=True),
                       descriptor, tuple(dict.fromkeys(depends)),
                       stmt.cluster.value if stmt.cluster else "default", connection.id, stmt.mode)
@@ -203,19 +230,35 @@ def alter_sink_options(sink: CatalogObject, action) -> tuple[SinkDescriptor, ast
             if option.name == "COMMIT INTERVAL":
                 raise PlanError("an Iceberg sink must have a COMMIT INTERVAL; change it with ALTER SINK … SET "
                                 "(COMMIT INTERVAL = '…')", option.pos)
-            if option.name != "WRITE MODE":
+            if option.name not in opts.SINK_WITH_OPTIONS:
                 raise PlanError(f"unknown sink option {option.name}; the options are: "
                                 f"{', '.join(opts.SINK_WITH_OPTIONS)}", option.pos)
+        names = {option.name for option in action.names}
+        descriptor = sink.descriptor
+        if "WRITE MODE" in names:
+            descriptor = dataclasses.replace(descriptor, write_mode=DEFAULT_WRITE_MODE)
+        defaults = FoldPolicy()
+        descriptor = dataclasses.replace(descriptor, fold=dataclasses.replace(descriptor.fold, **{
+            field: getattr(defaults, field) for name, field in FOLD_OPTIONS.items() if name in names}))
+        if descriptor.writer != "merge-on-read":  # FOLD options of a sink that no longer folds go with it
+            names |= set(FOLD_OPTIONS)
+            descriptor = dataclasses.replace(descriptor, fold=defaults)
         statement = parse_statement(sink.create_sql)
-        kept = tuple(o for o in statement.with_options or () if o.name != "WRITE MODE")
-        return (dataclasses.replace(sink.descriptor, write_mode=DEFAULT_WRITE_MODE),
-                dataclasses.replace(statement, with_options=kept))
+        kept = tuple(o for o in statement.with_options or () if o.name not in names)
+        return descriptor, dataclasses.replace(statement, with_options=kept)
     given = opts.check_options(action.options, opts.SINK_WITH_OPTIONS, "sink")
     descriptor, statement = sink.descriptor, parse_statement(sink.create_sql)
     if "COMMIT INTERVAL" in given:
         descriptor = dataclasses.replace(descriptor, commit_interval_ms=commit_interval_ms(given["COMMIT INTERVAL"]))
     if "WRITE MODE" in given:
         descriptor = dataclasses.replace(descriptor, write_mode=write_mode(given, descriptor.mode))
+    descriptor = dataclasses.replace(descriptor, fold=fold_policy(given, descriptor.fold,
+                                                                  descriptor.writer == "merge-on-read"))
+    dropped = set(FOLD_OPTIONS) if descriptor.writer != "merge-on-read" else set()
+    if dropped:  # WRITE MODE 'copy-on-write': its FOLD options go
+        descriptor = dataclasses.replace(descriptor, fold=FoldPolicy())
+        statement = dataclasses.replace(statement, with_options=tuple(
+            o for o in statement.with_options or () if o.name not in dropped))
     for name, option in given.items():
         kept = tuple(o for o in statement.with_options or () if o.name != name)
         statement = dataclasses.replace(statement, with_options=kept + (option,))

@@ -322,6 +322,23 @@ class PartitionField:
         return cls(data["transform"], data["column"], data.get("argument"))
 
 
+@dataclass(frozen=True)
+class FoldPolicy:
+    """How a merge-on-read sink folds deletes (WITH (FOLD …)): a data file is rewritten once `threshold` of its rows
+    are deleted, small files once `small_files` of them have gathered, at most max(`rows_per_batch`, 4 × its
+    changes) rows after a batch; `rows_per_batch` 0 folds nothing."""
+    threshold: float = 0.2
+    small_files: int = 16
+    rows_per_batch: int = 500_000
+
+    def to_json(self) -> dict:
+        return {"threshold": self.threshold, "small_files": self.small_files, "rows_per_batch": self.rows_per_batch}
+
+    @classmethod
+    def from_json(cls, data: Optional[dict]) -> "FoldPolicy":
+        return cls(**(data or {}))
+
+
 # MODE APPEND's columns after the input's: Materialize's names for a change's diff and timestamp
 APPEND_COLUMNS = (Column("_mz_diff", "integer"), Column("_mz_timestamp", "bigint"))
 MZ_DIFF, MZ_TIMESTAMP = (c.name for c in APPEND_COLUMNS)
@@ -342,6 +359,7 @@ class SinkDescriptor:
     columns: Optional[tuple[Column, ...]] = None
     aws_connection_id: Optional[str] = None
     write_mode: str = "copy-on-write"  # MODE UPSERT's: 'copy-on-write' | 'merge-on-read'
+    fold: FoldPolicy = FoldPolicy()  # merge-on-read's
 
     @property
     def writer(self) -> str:
@@ -369,7 +387,7 @@ class SinkDescriptor:
                 "mode": self.mode, "key": list(self.key), "key_enforced": self.key_enforced,
                 "key_checked": self.key_checked, "partition_by": [p.to_json() for p in self.partition_by],
                 "commit_interval_ms": self.commit_interval_ms, "columns": _columns_json(self.columns),
-                "write_mode": self.write_mode}
+                "write_mode": self.write_mode, "fold": self.fold.to_json()}
 
     # the JSON paths of the Iceberg table a sink writes, for the catalog to look sinks up by it in SQL
     TABLE_PATHS = ("$.namespace", "$.table")
@@ -381,7 +399,7 @@ class SinkDescriptor:
                    data["commit_interval_ms"], tuple(data.get("key", ())), data.get("key_enforced", True),
                    data.get("key_checked", True), tuple(PartitionField.from_json(p) for p in data.get("partition_by", ())),
                    _columns(data.get("columns")), data.get("aws_connection_id"),
-                   data.get("write_mode", "copy-on-write"))
+                   data.get("write_mode", "copy-on-write"), FoldPolicy.from_json(data.get("fold")))
 
 
 @dataclass(frozen=True)

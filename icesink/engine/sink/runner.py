@@ -85,7 +85,7 @@ class SinkRunner:
         columns = [c.name for c in self.descriptor.columns]
         enforced = self.descriptor.key_enforced and not self.input.upsert_stream
         self.writer = writer_for(self.descriptor.writer, columns, list(self.descriptor.key), enforced,
-                                 str(state_dir(self.catalog.data_dir, self.sink.id)))
+                                 str(state_dir(self.catalog.data_dir, self.sink.id)), self.descriptor.fold)
         self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", self.sink.cluster or "default")
         self.query = (stream.writeStream.queryName(f"icesink-{self.sink.id}-v{self.committer.version}")
                       .foreachBatch(self._batch)

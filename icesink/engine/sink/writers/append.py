@@ -13,7 +13,8 @@ from .base import RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, wri
 
 
 class AppendWriter:
-    def __init__(self, columns: list[str], key: list[str] = (), enforced: bool = False, state_dir: str | None = None):
+    def __init__(self, columns: list[str], key: list[str] = (), enforced: bool = False, state_dir: str | None = None,
+                 fold=None):
         self.columns = columns  # MODE APPEND takes no KEY
 
     def plan(self, changes: DataFrame, table, after) -> BatchFiles:

@@ -21,14 +21,13 @@ from ...pyiceberg_internals import (POSITION_DELETE_SCHEMA, executor_context, li
 from ...sources.engine_table import DIFF
 from ..key_index import KeyIndex, delete_rows
 from ..table import IncompatibleTable
+from ....model.descriptors import FoldPolicy
 from .base import DEFAULT_TARGET_FILE_BYTES, RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, write
 from .upsert import _latest, _violations
 
 
-# Folding: what makes a data file worth rewriting, and how much a batch rewrites at most
-FOLD_DELETED_FRACTION = 0.2  # of a file's rows deleted: readers skip that many rows of it
-FOLD_SMALL_FILES = 16  # files under a quarter of the target size, merged once this many have gathered
-FOLD_ROWS_AT_LEAST = 500_000  # rewritten per batch at most: this, or FOLD_ROWS_PER_CHANGE times its changes
+# Folding (the sink's FoldPolicy says when): rows rewritten per batch at most, per change of the batch (so folding
+# keeps pace with the changes), and per task
 FOLD_ROWS_PER_CHANGE = 4
 FOLD_ROWS_PER_TASK = 1_000_000
 
@@ -36,8 +35,9 @@ FOLD_ROWS_PER_TASK = 1_000_000
 class MergeOnReadWriter:
     """`state_dir`: where the sink keeps its key index (local to the machine that runs the sink)."""
 
-    def __init__(self, columns: list[str], key: list[str], enforced: bool = False, state_dir: str | None = None):
-        self.columns, self.key, self.enforced = columns, key, enforced
+    def __init__(self, columns: list[str], key: list[str], enforced: bool = False, state_dir: str | None = None,
+                 fold: FoldPolicy = FoldPolicy()):
+        self.columns, self.key, self.enforced, self.policy = columns, key, enforced, fold
         self.index_dir = str(Path(state_dir) / "keys")
 
     def plan(self, changes: DataFrame, table, after) -> BatchFiles:
@@ -57,21 +57,24 @@ class MergeOnReadWriter:
         return collect(changed.mapInArrow(merge, from_arrow_schema(RESULT_SCHEMA)))
 
     def plan_fold(self, spark, table, changes: int) -> tuple[list, list] | None:
-        """Folding, a slice after each batch: data files with a fifth of their rows deleted, and small files once
-        enough have gathered, are rewritten with their live rows only, sorted by key, and their delete files go
-        with them; at most max(FOLD_ROWS_AT_LEAST, FOLD_ROWS_PER_CHANGE × the batch's changes) rows a batch, so a
-        batch's time never jumps by a step that follows the table's size, and folding keeps pace with the
-        changes. Returns (files to remove, files to add), or None when nothing needs it."""
+        """Folding, a slice after each batch: data files with the policy's threshold of their rows deleted, and
+        small files once enough have gathered, are rewritten with their live rows only, sorted by key, and their
+        delete files go with them; at most max(rows_per_batch, FOLD_ROWS_PER_CHANGE × the batch's changes) rows a
+        batch, so a batch's time never jumps by a step that follows the table's size, and folding keeps pace with
+        the changes. Returns (files to remove, files to add), or None when nothing needs it."""
+        policy = self.policy
+        if not policy.rows_per_batch:
+            return None
         live = [f for f, _ in live_data_files(table)]
         deletes = live_delete_files(table)
         target = int(table.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES))
         deleted = {f.file_path: sum(d.record_count for d in deletes.get(f.file_path, ())) for f in live}
-        worn = sorted((f for f in live if deleted[f.file_path] >= FOLD_DELETED_FRACTION * f.record_count),
+        worn = sorted((f for f in live if deleted[f.file_path] >= policy.threshold * f.record_count),
                       key=lambda f: -deleted[f.file_path] / max(1, f.record_count))
         small = sorted((f for f in live if f.file_size_in_bytes < target // 4 and f not in worn),
                        key=lambda f: f.file_size_in_bytes)
-        chosen = worn + (small if len(small) >= FOLD_SMALL_FILES else [])
-        budget, picked, rows = max(FOLD_ROWS_AT_LEAST, FOLD_ROWS_PER_CHANGE * changes), [], 0
+        chosen = worn + (small if len(small) >= policy.small_files else [])
+        budget, picked, rows = max(policy.rows_per_batch, FOLD_ROWS_PER_CHANGE * changes), [], 0
         for data_file in chosen:
             if picked and rows + data_file.record_count > budget:
                 break

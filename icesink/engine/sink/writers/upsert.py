@@ -55,7 +55,8 @@ class UpsertWriter:
     live rows (or remove two) is reported. Upsert-shaped inputs (every change replaces the key's row) and
     KEY NOT ENFORCED keep the last change per key instead."""
 
-    def __init__(self, columns: list[str], key: list[str], enforced: bool = False, state_dir: str | None = None):
+    def __init__(self, columns: list[str], key: list[str], enforced: bool = False, state_dir: str | None = None,
+                 fold=None):  # copy-on-write leaves nothing to fold
         self.columns = columns
         self.key = key
         self.enforced = enforced
