@@ -1,6 +1,6 @@
 """Postgres source into an Iceberg sink (local catalog), against a PostgreSQL 15 started on 127.0.0.1 for the run:
 
-    .venv/bin/python bench/postgres.py --rows 1000000 --seconds 60 [--interval 5s] [--no-sink]
+    .venv/bin/python bench/postgres.py --rows 1000000 --seconds 60 [--interval 5s] [--write-mode merge-on-read] [--no-sink]
 
 Prints, in one run: the raw `COPY … TO STDOUT` speed of a --rows, 4-column table; the initial copy (rows/s) to
 Parquet files, to the Iceberg table, and into icesink's store, after which changes are followed; sustained change
@@ -118,6 +118,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=60, help="how long changes are made")
     parser.add_argument("--interval", default="5s", help="COMMIT INTERVAL")
     parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--write-mode", choices=("copy-on-write", "merge-on-read"), default="copy-on-write",
+                        help="the sink's WRITE MODE")
     parser.add_argument("--no-sink", action="store_true",
                         help="no sink: how fast icesink's store takes changes with the cores to itself")
     args = parser.parse_args()
@@ -150,7 +152,7 @@ def main() -> None:
         CREATE SOURCE src FROM POSTGRES CONNECTION pg (PUBLICATION 'bench') FOR TABLES (t);""")
     if not args.no_sink:
         session.execute(f"""CREATE SINK t_lake FROM t INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'bench', TABLE 't')
-          KEY (id) ENFORCED ENVELOPE UPSERT WITH (COMMIT INTERVAL '{args.interval}');""")
+          KEY (id) ENFORCED ENVELOPE UPSERT WITH (COMMIT INTERVAL '{args.interval}', WRITE MODE '{args.write_mode}');""")
     catalog = connector_for(session.catalog.get("lake"), session.executor.secret_value,
                             session.catalog).load_catalog()
 
