@@ -113,3 +113,23 @@ def test_write_mode_is_checked_and_can_be_altered(session):
     assert "FOLD" not in session.execute("SHOW CREATE SINK t_lake")[0].rows[0][1]
     with pytest.raises(Exception, match="FOLD THRESHOLD applies to WRITE MODE 'merge-on-read'"):
         session.execute("ALTER SINK t_lake SET (FOLD THRESHOLD = 0.5)")
+
+
+def test_a_files_delete_files_are_merged_when_they_gather(session, scheduler):
+    """Files never worn enough to be rewritten (FOLD THRESHOLD 1) still get one delete file each once they gather
+    several: readers open every delete file."""
+    session.execute("""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE TABLE items (id bigint NOT NULL, n int, PRIMARY KEY (id));""")
+    session.execute("INSERT INTO items VALUES " + ", ".join(f"({i}, 0)" for i in range(1, 10001)))
+    _sink(session, "items", options=", FOLD THRESHOLD = 1, FOLD SMALL FILES = 1000")
+    wait_for(caught_up(session, "items_lake", "items"), what="the initial rows")
+    for round_ in range(1, 6):
+        session.execute(f"UPDATE items SET n = {round_} WHERE id % 97 = {round_}")
+        wait_for(caught_up(session, "items_lake", "items"), what=f"round {round_}")
+    expected = sorted((i, next((r for r in range(5, 0, -1) if i % 97 == r), 0)) for i in range(1, 10001))
+    _every_reader(session, "items_lake", ["id", "n"], expected)
+    from icesink.engine.pyiceberg_internals import live_delete_files
+    table = iceberg_table(session, "items_lake")
+    assert max(len(files) for files in live_delete_files(table).values()) < 4
+    assert int(table.current_snapshot().summary["total-position-deletes"]) == sum(1 for _, n in expected if n)

@@ -96,27 +96,37 @@ class _RowDelta(_Overwrite):
         self._added_delete_files = list(delete_files)
 
     def _manifests(self):
-        manifests = super()._manifests()
-        by_spec: dict[int, list] = {}
-        for delete_file in self._added_delete_files:
-            by_spec.setdefault(delete_file.spec_id, []).append(delete_file)
-        for spec_id, files in by_spec.items():
-            writer = _DeleteManifestWriter(self.spec(spec_id), self.schema(), self.new_manifest_output(),
-                                           self._snapshot_id, self._compression)
-            with writer:
-                for delete_file in files:
-                    writer.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=self._snapshot_id,
-                                                       data_file=delete_file))
-            manifests.append(writer.to_manifest_file())
-        return manifests
+        return super()._manifests() + _delete_manifests(self, self._added_delete_files)
 
     def _summary(self, snapshot_properties=None):
-        added = self._added_data_files  # the summary counts delete files by their content
-        self._added_data_files = added + self._added_delete_files
-        try:
-            return super()._summary(snapshot_properties or {})
-        finally:
-            self._added_data_files = added
+        return _counting_deletes(self, super()._summary, snapshot_properties)
+
+
+def _delete_manifests(producer, delete_files: list) -> list:
+    """Manifests of the delete files a snapshot adds, one per spec."""
+    by_spec: dict[int, list] = {}
+    for delete_file in delete_files:
+        by_spec.setdefault(delete_file.spec_id, []).append(delete_file)
+    manifests = []
+    for spec_id, files in by_spec.items():
+        writer = _DeleteManifestWriter(producer.spec(spec_id), producer.schema(), producer.new_manifest_output(),
+                                       producer._snapshot_id, producer._compression)
+        with writer:
+            for delete_file in files:
+                writer.add(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=producer._snapshot_id,
+                                                   data_file=delete_file))
+        manifests.append(writer.to_manifest_file())
+    return manifests
+
+
+def _counting_deletes(producer, summary, snapshot_properties):
+    """pyiceberg's summary, counting the added delete files too (it counts files by their content)."""
+    added = producer._added_data_files
+    producer._added_data_files = added + producer._added_delete_files
+    try:
+        return summary(snapshot_properties or {})
+    finally:
+        producer._added_data_files = added
 
 
 def commit_files(table, removed: list, added: list, properties: dict[str, str], deletes: list = ()) -> int:
@@ -145,12 +155,16 @@ class _Replace(_SnapshotProducer):
     referenced, adds the data files holding their live rows, and writes every manifest again, one per content and
     spec (so the manifests each row-delta commit adds do not pile up)."""
 
-    def __init__(self, transaction, io, removed: list, added: list, properties: dict[str, str]):
+    def __init__(self, transaction, io, removed: list, added: list, properties: dict[str, str], deletes: list = ()):
         super().__init__(operation=Operation.REPLACE, transaction=transaction, io=io, snapshot_properties=properties)
         self._removed_paths = {f.file_path for f in removed}
         self._deleted_data_files = set(removed)  # what the summary counts as removed
+        self._added_delete_files = list(deletes)
         for data_file in added:
             self.append_data_file(data_file)
+
+    def _manifests(self):
+        return super()._manifests() + _delete_manifests(self, self._added_delete_files)
 
     def _deleted_entries(self) -> list:
         return []  # written as DELETED entries of the manifests below
@@ -160,7 +174,7 @@ class _Replace(_SnapshotProducer):
 
         self._operation = Operation.OVERWRITE  # pyiceberg totals no other kind: the counts are an overwrite's
         try:
-            summary = super()._summary(snapshot_properties or {})
+            summary = _counting_deletes(self, super()._summary, snapshot_properties)
         finally:
             self._operation = Operation.REPLACE
         return Summary(Operation.REPLACE, **summary.additional_properties)
@@ -188,10 +202,11 @@ class _Replace(_SnapshotProducer):
         return manifests
 
 
-def replace_files(table, removed: list, added: list, properties: dict[str, str]) -> int:
-    """One 'replace' snapshot: `removed` data and delete files out, `added` data files (the same rows) in."""
+def replace_files(table, removed: list, added: list, properties: dict[str, str], deletes: list = ()) -> int:
+    """One 'replace' snapshot: `removed` data and delete files out, `added` data files and `deletes` delete files
+    (the same rows, the same deletions) in."""
     with table.transaction() as tx:
-        with _Replace(tx, table.io, removed, added, properties):
+        with _Replace(tx, table.io, removed, added, properties, deletes):
             pass
     return table.current_snapshot().snapshot_id
 

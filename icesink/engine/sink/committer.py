@@ -115,7 +115,7 @@ class Committer:
             return Outcome(snapshot_id, False, upper, planned)
         raise CommitConflict(f"{MAX_ATTEMPTS} commit attempts in a row lost to concurrent commits")
 
-    def fold(self, plan_fold: Callable[[object], Optional[tuple[list, list]]]) -> Optional[int]:
+    def fold(self, plan_fold: Callable[[object], Optional[tuple[list, list, list]]]) -> Optional[int]:
         """Commits a rewrite of files (the merge-on-read writer's folding) as a 'replace' snapshot, which holds the
         same rows and no progress: latest_progress passes over it. A fenced sink folds nothing; a rewrite that
         loses a race is dropped (its files deleted) and planned again after the next batch."""
@@ -126,15 +126,15 @@ class Committer:
         planned = plan_fold(table)
         if planned is None:
             return None
-        removed, added = planned
+        removed, added, deletes = planned
         try:
-            snapshot_id = replace_files(table, removed, added, {FOLDED_BY: self.sink_id})
+            snapshot_id = replace_files(table, removed, added, {FOLDED_BY: self.sink_id}, deletes)
         except CommitFailedException as exc:
             log.info("sink %s: a fold lost a race (%s); it waits for the next batch", self.sink_id, exc)
-            _delete(table.io, [f.file_path for f in added], self.sink_id)
+            _delete(table.io, [f.file_path for f in added + deletes], self.sink_id)
             return None
         self._retired.append((snapshot_id, [f.file_path for f in removed]))
-        log.info("sink %s: folded %d files into %d", self.sink_id, len(removed), len(added))
+        log.info("sink %s: folded %d files into %d", self.sink_id, len(removed), len(added) + len(deletes))
         return snapshot_id
 
     def expire_snapshots(self, newest: int) -> None:

@@ -71,9 +71,13 @@ class KeyIndex:
     def locate(self, files: list[tuple[str, int]], keys: pa.Table, io) -> dict[str, np.ndarray]:
         """For `keys` (an Arrow table of the key columns, each key once), the position of each key's newest row,
         per data file: `files` are (path, data sequence number) of the live data files."""
+        ordered = sorted(files, key=lambda f: -f[1])
+        wanted = _integer_view(keys[self.key[0]].combine_chunks()) if len(self.key) == 1 else None
+        if wanted is not None:
+            return self._locate_integers(ordered, np.sort(wanted), io)
         found: dict[str, np.ndarray] = {}
         remaining = keys.select(self.key)
-        for path, _ in sorted(files, key=lambda f: -f[1]):
+        for path, _ in ordered:
             if not remaining.num_rows:
                 break
             index = self.of(path, io)
@@ -83,6 +87,31 @@ class KeyIndex:
                 keep = np.ones(remaining.num_rows, dtype=bool)
                 keep[hit_rows] = False
                 remaining = remaining.filter(pa.array(keep))
+        return found
+
+    def _locate_integers(self, ordered: list, wanted: np.ndarray, io) -> dict[str, np.ndarray]:
+        """locate() for one integer-like key column, `wanted` sorted: each file is probed only with the keys
+        between its first and last, by bisection, so a key costs O(log n) in the few files whose range holds it."""
+        found: dict[str, np.ndarray] = {}
+        pending = np.ones(len(wanted), dtype=bool)
+        left = len(wanted)
+        for path, _ in ordered:
+            if not left:
+                break
+            index = self.of(path, io)
+            have = _integer_view(index[self.key[0]].combine_chunks())
+            if have is None or not len(have):
+                continue
+            low, high = np.searchsorted(wanted, have[0], "left"), np.searchsorted(wanted, have[-1], "right")
+            candidates = np.arange(low, high)[pending[low:high]]
+            if not len(candidates):
+                continue
+            at = np.minimum(np.searchsorted(have, wanted[candidates]), len(have) - 1)
+            hit = have[at] == wanted[candidates]
+            if hit.any():
+                found[path] = np.sort(index[POS].to_numpy()[at[hit]])
+                pending[candidates[hit]] = False
+                left -= int(hit.sum())
         return found
 
     def _probe(self, index: pa.Table, keys: pa.Table) -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,11 @@ _AS_NUMBER = {DateType: F.unix_date, TimestamptzType: F.unix_micros,
               TimestampType: lambda c: F.unix_micros(c.cast("timestamp"))}  # bounds decode to days / micros
 
 
+def bounds_order(field_type) -> bool:
+    """Whether a key column's manifest bounds decode to values group_index can compare the column with."""
+    return isinstance(field_type, _COMPARABLE) or type(field_type) in _AS_NUMBER
+
+
 @dataclass
 class KeyGroup:
     tasks: list  # FileScanTasks

@@ -9,6 +9,7 @@ import pickle
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -20,16 +21,20 @@ from ...pyiceberg_internals import (POSITION_DELETE_SCHEMA, executor_context, li
                                     position_delete_file, scan, table_context)
 from ...sources.engine_table import DIFF
 from ..key_index import KeyIndex, delete_rows
+from ..key_ranges import KeyGroup, bounds_order, group_index
 from ..table import IncompatibleTable
 from ....model.descriptors import FoldPolicy
 from .base import DEFAULT_TARGET_FILE_BYTES, RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, write
-from .upsert import _latest, _violations
+from .upsert import PID, _latest, _violations
 
 
 # Folding (the sink's FoldPolicy says when): rows rewritten per batch at most, per change of the batch (so folding
 # keeps pace with the changes), and per task
 FOLD_ROWS_PER_CHANGE = 4
 FOLD_ROWS_PER_TASK = 1_000_000
+# a data file that keeps its rows but has gathered this many delete files (a batch adds one per task that deletes
+# in it) has them merged into one: readers open every delete file, and many small ones cost more than their rows
+MERGE_DELETE_FILES_AT = 4
 
 
 class MergeOnReadWriter:
@@ -51,17 +56,28 @@ class MergeOnReadWriter:
         partitions = {f.file_path: (f.spec_id, f.partition) for f, _ in live}  # a delete file's partition is its
         # data files'
         tasks = max(spark.sparkContext.defaultParallelism, changes.rdd.getNumPartitions())
-        changed = changes.filter(after.beyond()).repartition(tasks, *[F.col(k) for k in self.key])
+        changed = changes.filter(after.beyond())
+        cuts = _cuts(live, table.schema(), self.key[0], tasks)
+        if cuts:  # ranges of keys per task, as the table's files hold them: a task's keys meet few files, and a
+            # data file's deletes come from few tasks (each writes a delete file of its own)
+            key_type = table.schema().find_field(self.key[0]).field_type
+            groups = [KeyGroup([], [(cut, cut)]) for cut in cuts]
+            changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups)).repartition(
+                len(groups), PID).drop(PID)
+        else:  # an empty table (or keys whose bounds do not order): Spark samples the batch for its ranges
+            changed = changed.repartitionByRange(tasks, *[F.col(k) for k in self.key])
         merge = _merge(*table_context(table), self.key, self.columns, self.enforced, files, partitions,
                        self.index_dir, type(after).reach)
         return collect(changed.mapInArrow(merge, from_arrow_schema(RESULT_SCHEMA)))
 
-    def plan_fold(self, spark, table, changes: int) -> tuple[list, list] | None:
+    def plan_fold(self, spark, table, changes: int) -> tuple[list, list, list] | None:
         """Folding, a slice after each batch: data files with the policy's threshold of their rows deleted, and
         small files once enough have gathered, are rewritten with their live rows only, sorted by key, and their
         delete files go with them; at most max(rows_per_batch, FOLD_ROWS_PER_CHANGE × the batch's changes) rows a
         batch, so a batch's time never jumps by a step that follows the table's size, and folding keeps pace with
-        the changes. Returns (files to remove, files to add), or None when nothing needs it."""
+        the changes. Data files left as they are but with MERGE_DELETE_FILES_AT delete files or more have those
+        merged into one. Returns (files to remove, data files to add, delete files to add), or None when nothing
+        needs it."""
         policy = self.policy
         if not policy.rows_per_batch:
             return None
@@ -80,8 +96,23 @@ class MergeOnReadWriter:
                 break
             picked.append(data_file)
             rows += data_file.record_count
-        if not picked or (len(picked) == 1 and not deleted[picked[0].file_path]):
+        if len(picked) == 1 and not deleted[picked[0].file_path]:
+            picked = []  # one small file alone: nothing to gain
+        crowded = [(f.file_path, f.spec_id, f.partition, deletes[f.file_path]) for f in live
+                   if f not in picked and len(deletes.get(f.file_path, ())) >= MERGE_DELETE_FILES_AT]
+        if not picked and not crowded:
             return None
+        context = table_context(table)
+        merged = []
+        if crowded:
+            parts = min(len(crowded), spark.sparkContext.defaultParallelism)
+            merged = [pickle.loads(row) for row in spark.sparkContext.parallelize(crowded, parts)
+                      .mapPartitions(_merge_deletes(*context)).collect()]
+            for spec_id, delete_file in merged:
+                delete_file.spec_id = spec_id
+        removed = [d for _, _, _, files in crowded for d in files]
+        if not picked:
+            return removed, [], [d for _, d in merged]
         from pyiceberg.table import FileScanTask
 
         groups, group, size = [], [], 0
@@ -92,11 +123,27 @@ class MergeOnReadWriter:
                 groups.append(group)
                 group, size = [], 0
         groups += [group] if group else []
-        rewrite = _rewrite(*table_context(table), self.key)
+        rewrite = _rewrite(*context, self.key)
         added = [pickle.loads(row) for row in
                  spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(rewrite).collect()]
-        removed = picked + [d for f in picked for d in deletes.get(f.file_path, ())]
-        return removed, added
+        removed += picked + [d for f in picked for d in deletes.get(f.file_path, ())]
+        return removed, added, [d for _, d in merged]
+
+
+def _merge_deletes(metadata_json, io_properties, location):
+    """An executor function: (data file path, spec id, partition, its delete files) in, a pickled (spec id, delete
+    file) holding all their positions out."""
+    def merge(crowded):
+        metadata, io = executor_context(metadata_json, io_properties, location)
+        for data_file, spec_id, partition, files in crowded:
+            positions = []
+            for delete_file in files:
+                with io.new_input(delete_file.file_path).open() as stream:
+                    rows = pq.read_table(stream, columns=["file_path", "pos"])
+                positions.append(rows.filter(pc.equal(rows["file_path"], data_file))["pos"].to_numpy())
+            yield from (fact["payload"] for fact in _write_deletes(
+                metadata, io, {data_file: np.unique(np.concatenate(positions))}, {data_file: (spec_id, partition)}))
+    return merge
 
 
 def _rewrite(metadata_json, io_properties, location, key):
@@ -109,6 +156,31 @@ def _rewrite(metadata_json, io_properties, location, key):
             for fact in write(metadata, io, rows):
                 yield fact["payload"]
     return rewrite
+
+
+def _cuts(live: list, schema, column: str, parts: int) -> list | None:
+    """Lower bounds of `parts` ranges of the key holding about as many of the table's rows each, from its files'
+    key bounds (None when they are missing or do not compare)."""
+    from pyiceberg.conversions import from_bytes
+
+    if not live:
+        return None
+    field = schema.find_field(column)
+    if not bounds_order(field.field_type):
+        return None
+    bounds = []
+    for data_file, _ in live:
+        low = (data_file.lower_bounds or {}).get(field.field_id)
+        if low is None:
+            return None
+        bounds.append((from_bytes(field.field_type, low), data_file.record_count))
+    bounds.sort(key=lambda b: b[0])
+    total, seen, cuts = sum(rows for _, rows in bounds), 0, [bounds[0][0]]
+    for low, rows in bounds:
+        if seen >= total * len(cuts) / parts and low > cuts[-1]:
+            cuts.append(low)
+        seen += rows
+    return cuts
 
 
 def _merge(metadata_json, io_properties, location, key, columns, enforced, files, partitions, index_dir, reach):
