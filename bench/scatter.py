@@ -13,7 +13,7 @@ waits a real trigger would have are not spent. Streaming's own overhead per batc
 
 `--long N`: N batches at the first rate into a `--long-rows` table in merge-on-read, reporting the worst batch
 against the median (N = 120 is ten minutes of 5 s commits), and the time DuckDB takes to scan the table then
-against a copy of its rows written afresh (no delete files). Prints figures; it is not a test.
+against a copy of its rows written afresh (sorted by key, in files of the size icesink writes, no delete files). Prints figures; it is not a test.
 """
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ from bench.stats import percentile  # noqa: E402
 from icesink.engine.sink.committer import Committer  # noqa: E402
 from icesink.engine.sink.table import ensure_table  # noqa: E402
 from icesink.engine.sink.writers import writer_for  # noqa: E402
+from icesink.engine.sink.writers.base import DEFAULT_TARGET_FILE_BYTES  # noqa: E402
 from icesink.engine.sources.engine_table import DIFF, TS  # noqa: E402
 from icesink.engine.spark import get_spark  # noqa: E402
 from icesink.model.descriptors import SinkDescriptor  # noqa: E402
@@ -151,9 +152,10 @@ def long_run(spark, rows: int, rate: int, interval: float, batches: int) -> None
         fresh_catalog = SqlCatalog("fresh", uri=f"sqlite:///{directory}/fresh.db", warehouse=f"file://{directory}/f")
         fresh_catalog.create_namespace("bench")
         rows_now = table.scan().to_arrow()
-        copy = fresh_catalog.create_table(("bench", "copy"), schema=table.schema(),
-                                          properties={"format-version": "2"})
-        copy.append(pa.Table.from_batches(rows_now.to_batches(), schema=rows_now.schema))
+        copy = fresh_catalog.create_table(("bench", "copy"), schema=table.schema(), properties={
+            "format-version": "2", "write.target-file-size-bytes": str(DEFAULT_TARGET_FILE_BYTES)})  # as icesink
+        # writes files
+        copy.append(pa.Table.from_batches(rows_now.to_batches(), schema=rows_now.schema).sort_by("id"))
         compact = min(scan_seconds(copy.metadata_location) for _ in range(3))
         print(f"DuckDB scan of it: {worn:.2f}s; of its rows written afresh: {compact:.2f}s "
               f"({worn / compact:.2f}x)", flush=True)
