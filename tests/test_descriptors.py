@@ -86,9 +86,9 @@ def test_a_catalog_written_before_descriptors_opens_and_reads_alike(data_dir):
             for key, value in written.items():  # everything the old version wrote reads back the same
                 assert kept.get(key) == value or (not value and not kept.get(key)), (name, key)
             assert all(not value for key, value in kept.items() if key not in written and key not in (
-                "format", "sink_version", "write_mode")), name
-            if kind == "sink":  # a key added since: its default
-                assert obj.descriptor.write_mode == "copy-on-write"
+                "format", "sink_version", "write_mode", "fold")), name
+            if kind == "sink":  # keys added since: their defaults
+                assert (obj.descriptor.write_mode, obj.descriptor.fold) == ("copy-on-write", d.FoldPolicy())
         assert rows(session, "SELECT name, type FROM mz_connections ORDER BY name") == [
             ("aws", "aws"), ("aws_keys", "aws"), ("lake", "iceberg-catalog"), ("pg", "postgres"),
             ("rest", "iceberg-catalog")]

@@ -48,7 +48,7 @@ def planned(session, upstream):
 CASES = [
     # COMMIT INTERVAL
     (sink("KEY (id) MODE UPSERT"), "an Iceberg sink must specify COMMIT INTERVAL: add WITH (COMMIT INTERVAL = '10s')"),
-    (sink("KEY (id) MODE UPSERT WITH (SNAPSHOT = false)"), "unknown sink option SNAPSHOT; the options are: COMMIT INTERVAL, WRITE MODE"),
+    (sink("KEY (id) MODE UPSERT WITH (SNAPSHOT = false)"), "unknown sink option SNAPSHOT; the options are: COMMIT INTERVAL, WRITE MODE, FOLD THRESHOLD, FOLD SMALL FILES, FOLD ROWS PER BATCH"),
     (sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '500ms')"), "COMMIT INTERVAL must be at least 1 second, not '500ms'"),
     (sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '10 parsecs')"),
      "COMMIT INTERVAL: '10 parsecs' is not an interval such as '500ms', '10s', '1min', '5 minutes' or '1h'"),
