@@ -129,7 +129,7 @@ def test_a_files_delete_files_are_merged_when_they_gather(session, scheduler):
         wait_for(caught_up(session, "items_lake", "items"), what=f"round {round_}")
     expected = sorted((i, next((r for r in range(5, 0, -1) if i % 97 == r), 0)) for i in range(1, 10001))
     _every_reader(session, "items_lake", ["id", "n"], expected)
-    from icesink.engine.pyiceberg_internals import live_delete_files
+    from icesink.engine.pyiceberg_internals import live_files
     table = iceberg_table(session, "items_lake")
-    assert max(len(files) for files in live_delete_files(table).values()) < 4
+    assert max(len(files) for files in live_files(table)[1].values()) < 4
     assert int(table.current_snapshot().summary["total-position-deletes"]) == sum(1 for _, n in expected if n)

@@ -75,13 +75,14 @@ def test_overwrites_do_not_carry_manifests_of_deleted_files_along(table):
 
 def test_position_deletes_commit_and_read_back(table):
     """The row delta (pyiceberg writes no delete files): a position delete file in a delete manifest of its own,
-    counted in the summary, applied by pyiceberg and DuckDB; live_data_files gives each file its sequence number."""
+    counted in the summary, applied by pyiceberg and DuckDB; live_files gives each data file its sequence number, and
+    the delete files by the data file they reference."""
     import pyarrow.parquet as pq
 
     first = _files(table, [1, 2, 3])
     internals.commit_files(table, [], first, {})
     table.refresh()
-    (data_file, sequence), = internals.live_data_files(table)
+    (data_file, sequence), = internals.live_files(table)[0]
     rows = pa.table({"file_path": [data_file.file_path], "pos": pa.array([1], pa.int64())},
                     schema=internals.POSITION_DELETE_SCHEMA)
     path = f"{table.metadata.location}/data/deletes-1.parquet"
@@ -96,4 +97,6 @@ def test_position_deletes_commit_and_read_back(table):
     assert duckdb_rows(table.metadata_location, "id, v", "id") == [(1, "v1"), (2, "v2"), (3, "v3")]
     contents = sorted(m.content for m in table.current_snapshot().manifests(table.io))
     assert contents == [0, 0, 1]  # two data manifests, one delete manifest
-    assert sorted(s for _, s in internals.live_data_files(table)) == [sequence, sequence + 1]
+    data, deletes = internals.live_files(table)
+    assert sorted(s for _, s in data) == [sequence, sequence + 1]
+    assert [(p, [d.file_path for d in files]) for p, files in deletes.items()] == [(data_file.file_path, [path])]

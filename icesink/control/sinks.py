@@ -225,6 +225,7 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
 
 def alter_sink_options(sink: CatalogObject, action) -> tuple[SinkDescriptor, ast.CreateSink]:
     """The sink's new descriptor, and its statement with the new options, from which its text is made again."""
+    descriptor, statement = sink.descriptor, parse_statement(sink.create_sql)
     if isinstance(action, ast.ResetOptions):
         for option in action.names:
             if option.name == "COMMIT INTERVAL":
@@ -233,33 +234,21 @@ def alter_sink_options(sink: CatalogObject, action) -> tuple[SinkDescriptor, ast
             if option.name not in opts.SINK_WITH_OPTIONS:
                 raise PlanError(f"unknown sink option {option.name}; the options are: "
                                 f"{', '.join(opts.SINK_WITH_OPTIONS)}", option.pos)
-        names = {option.name for option in action.names}
-        descriptor = sink.descriptor
-        if "WRITE MODE" in names:
+        given, removed, defaults = {}, {option.name for option in action.names}, FoldPolicy()
+        if "WRITE MODE" in removed:
             descriptor = dataclasses.replace(descriptor, write_mode=DEFAULT_WRITE_MODE)
-        defaults = FoldPolicy()
         descriptor = dataclasses.replace(descriptor, fold=dataclasses.replace(descriptor.fold, **{
-            field: getattr(defaults, field) for name, field in FOLD_OPTIONS.items() if name in names}))
-        if descriptor.writer != "merge-on-read":  # FOLD options of a sink that no longer folds go with it
-            names |= set(FOLD_OPTIONS)
-            descriptor = dataclasses.replace(descriptor, fold=defaults)
-        statement = parse_statement(sink.create_sql)
-        kept = tuple(o for o in statement.with_options or () if o.name not in names)
-        return descriptor, dataclasses.replace(statement, with_options=kept)
-    given = opts.check_options(action.options, opts.SINK_WITH_OPTIONS, "sink")
-    descriptor, statement = sink.descriptor, parse_statement(sink.create_sql)
-    if "COMMIT INTERVAL" in given:
-        descriptor = dataclasses.replace(descriptor, commit_interval_ms=commit_interval_ms(given["COMMIT INTERVAL"]))
-    if "WRITE MODE" in given:
-        descriptor = dataclasses.replace(descriptor, write_mode=write_mode(given, descriptor.mode))
-    descriptor = dataclasses.replace(descriptor, fold=fold_policy(given, descriptor.fold,
-                                                                  descriptor.writer == "merge-on-read"))
-    dropped = set(FOLD_OPTIONS) if descriptor.writer != "merge-on-read" else set()
-    if dropped:  # WRITE MODE 'copy-on-write': its FOLD options go
-        descriptor = dataclasses.replace(descriptor, fold=FoldPolicy())
-        statement = dataclasses.replace(statement, with_options=tuple(
-            o for o in statement.with_options or () if o.name not in dropped))
-    for name, option in given.items():
-        kept = tuple(o for o in statement.with_options or () if o.name != name)
-        statement = dataclasses.replace(statement, with_options=kept + (option,))
-    return descriptor, statement
+            field: getattr(defaults, field) for name, field in FOLD_OPTIONS.items() if name in removed}))
+    else:
+        given, removed = opts.check_options(action.options, opts.SINK_WITH_OPTIONS, "sink"), set()
+        if "COMMIT INTERVAL" in given:
+            descriptor = dataclasses.replace(descriptor,
+                                             commit_interval_ms=commit_interval_ms(given["COMMIT INTERVAL"]))
+        if "WRITE MODE" in given:
+            descriptor = dataclasses.replace(descriptor, write_mode=write_mode(given, descriptor.mode))
+        descriptor = dataclasses.replace(descriptor, fold=fold_policy(given, descriptor.fold,
+                                                                      descriptor.writer == "merge-on-read"))
+    if descriptor.writer != "merge-on-read":  # a sink that no longer folds loses its FOLD options
+        descriptor, removed = dataclasses.replace(descriptor, fold=FoldPolicy()), removed | set(FOLD_OPTIONS)
+    kept = tuple(o for o in statement.with_options or () if o.name not in removed and o.name not in given)
+    return descriptor, dataclasses.replace(statement, with_options=kept + tuple(given.values()))

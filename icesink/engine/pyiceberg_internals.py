@@ -3,6 +3,7 @@
 changes them fails there, loudly, rather than in a sink."""
 from __future__ import annotations
 
+import pickle
 from typing import Iterator
 
 import pyarrow as pa
@@ -28,6 +29,20 @@ def table_context(table) -> tuple[str, dict, str]:
 def executor_context(metadata_json: str, io_properties: dict, location: str):
     """The metadata and FileIO of `table_context`, rebuilt on an executor."""
     return TableMetadataUtil.parse_raw(metadata_json), load_file_io(io_properties, location)
+
+
+def shipped(data_file: DataFile) -> bytes:
+    """A DataFile pickled to travel from an executor to the driver, with its spec id, which pickling drops (it is
+    not one of the file's fields)."""
+    return pickle.dumps((getattr(data_file, "_spec_id", None), data_file))
+
+
+def received(payload: bytes) -> DataFile:
+    """A DataFile from `shipped`, its spec id restored."""
+    spec_id, data_file = pickle.loads(payload)
+    if spec_id is not None:
+        data_file.spec_id = spec_id
+    return data_file
 
 
 def write_data_files(metadata, rows: pa.Table, io, write_uuid) -> Iterator:
@@ -211,32 +226,22 @@ def replace_files(table, removed: list, added: list, properties: dict[str, str],
     return table.current_snapshot().snapshot_id
 
 
-def live_data_files(table) -> list[tuple[DataFile, int]]:
-    """The current snapshot's data files, each with its data sequence number: a newer file holds newer rows."""
-    snapshot = table.current_snapshot()
-    if snapshot is None:
-        return []
-    files = []
-    for manifest in snapshot.manifests(table.io):
-        if manifest.content == ManifestContent.DATA:
-            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
-                files.append((entry.data_file, entry.sequence_number))
-    return files
-
-
-def live_delete_files(table) -> dict[str, list[DataFile]]:
-    """The current snapshot's position delete files that reference one data file each (as the merge-on-read
-    writer writes them), by that file's path."""
+def live_files(table) -> tuple[list[tuple[DataFile, int]], dict[str, list[DataFile]]]:
+    """The current snapshot's data files, each with its data sequence number (a newer file holds newer rows), and its
+    position delete files that reference one data file each (as the merge-on-read writer writes them), by that
+    file's path; one pass over the manifests."""
     from pyiceberg.conversions import from_bytes
     from pyiceberg.types import StringType
 
     snapshot = table.current_snapshot()
-    found: dict[str, list] = {}
+    data, deletes = [], {}
     for manifest in snapshot.manifests(table.io) if snapshot else ():
-        if manifest.content == ManifestContent.DELETES:
-            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
-                low = (entry.data_file.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
-                high = (entry.data_file.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
-                if low is not None and low == high:  # another writer's, for several files: left as it is
-                    found.setdefault(from_bytes(StringType(), low), []).append(entry.data_file)
-    return found
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+            if manifest.content == ManifestContent.DATA:
+                data.append((entry.data_file, entry.sequence_number))
+                continue
+            low = (entry.data_file.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
+            high = (entry.data_file.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
+            if low is not None and low == high:  # another writer's, for several files: left as it is
+                deletes.setdefault(from_bytes(StringType(), low), []).append(entry.data_file)
+    return data, deletes

@@ -61,8 +61,9 @@ class Committer:
         # (snapshot, files it removed): once no older snapshot is kept, nothing references those files
         self._retired: list[tuple[int, list[str]]] = []
 
-    def resume_point(self) -> Optional[Progress]:
-        progress = latest_progress(self.load_table(), self.sink_id)
+    def resume_point(self, table=None) -> Optional[Progress]:
+        """This sink's newest progress in `table` (loaded when not given); Fenced if a newer version wrote it."""
+        progress = latest_progress(table if table is not None else self.load_table(), self.sink_id)
         if progress is not None:
             self._check_version(progress)
         return progress
@@ -120,9 +121,7 @@ class Committer:
         same rows and no progress: latest_progress passes over it. A fenced sink folds nothing; a rewrite that
         loses a race is dropped (its files deleted) and planned again after the next batch."""
         table = self.load_table()
-        progress = latest_progress(table, self.sink_id)
-        if progress is not None:
-            self._check_version(progress)
+        self.resume_point(table)
         planned = plan_fold(table)
         if planned is None:
             return None

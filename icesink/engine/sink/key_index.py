@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 POS = "_icesink_pos"
@@ -99,7 +98,7 @@ class KeyIndex:
             if not left:
                 break
             index = self.of(path, io)
-            have = _integer_view(index[self.key[0]].combine_chunks())
+            have = _integer_view(_column(index, self.key[0]))
             if have is None or not len(have):
                 continue
             low, high = np.searchsorted(wanted, have[0], "left"), np.searchsorted(wanted, have[-1], "right")
@@ -108,35 +107,26 @@ class KeyIndex:
                 continue
             at = np.minimum(np.searchsorted(have, wanted[candidates]), len(have) - 1)
             hit = have[at] == wanted[candidates]
-            if hit.any():
-                found[path] = np.sort(index[POS].to_numpy()[at[hit]])
+            if hit.any():  # the positions of the hits only: a file's whole column is not copied per batch
+                found[path] = np.sort(_column(index, POS).take(pa.array(at[hit])).to_numpy())
                 pending[candidates[hit]] = False
                 left -= int(hit.sum())
         return found
 
     def _probe(self, index: pa.Table, keys: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-        """(rows of `keys` found in the file, their positions in it)."""
-        if len(self.key) == 1:
-            wanted, have = _integer_view(keys[self.key[0]].combine_chunks()), None
-            if wanted is not None:
-                have = _integer_view(index[self.key[0]].combine_chunks())
-            if have is not None:
-                at = np.searchsorted(have, wanted)
-                inside = at < len(have)
-                hit = np.zeros(len(wanted), dtype=bool)
-                hit[inside] = have[at[inside]] == wanted[inside]
-                rows = np.nonzero(hit)[0]
-                return rows, index[POS].to_numpy()[at[rows]] if len(rows) else np.empty(0, np.int32)
+        """(rows of `keys` found in the file, their positions in it), by a hash join on the key columns."""
         numbered = keys.append_column("_icesink_row", pa.array(np.arange(keys.num_rows, dtype=np.int64)))
         joined = numbered.join(index, keys=self.key, join_type="inner")
         return (joined["_icesink_row"].to_numpy(), joined[POS].to_numpy())
 
 
-def delete_rows(found: dict[str, np.ndarray]) -> pa.Table:
-    """Position delete rows (file_path, pos) for `found`, sorted by path and position as the spec asks."""
-    paths = sorted(found)
-    counts = [len(found[p]) for p in paths]
-    if not paths:
-        return pa.table({"file_path": pa.array([], pa.string()), "pos": pa.array([], pa.int64())})
-    return pa.table({"file_path": pc.take(pa.array(paths, pa.string()), np.repeat(np.arange(len(paths)), counts)),
-                     "pos": pa.array(np.concatenate([found[p] for p in paths]).astype(np.int64))})
+def _column(table: pa.Table, name: str):
+    """A column of an index as one array, without a copy (an index is written as one record batch)."""
+    column = table[name]
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
+def delete_rows(data_file: str, positions: np.ndarray) -> pa.Table:
+    """Position delete rows (file_path, pos) of one data file, `positions` sorted, as the spec orders them."""
+    return pa.table({"file_path": pa.array([data_file] * len(positions), pa.string()),
+                     "pos": pa.array(positions.astype(np.int64))})

@@ -1,7 +1,6 @@
 """MODE APPEND: every change becomes a row with _mz_diff and _mz_timestamp; nothing is rewritten."""
 from __future__ import annotations
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -9,7 +8,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from ....model.descriptors import MZ_DIFF, MZ_TIMESTAMP
 from ...pyiceberg_internals import executor_context, table_context
 from ...sources.engine_table import DIFF, OFFSET, TS
-from .base import RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, write
+from .base import RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, task_rows, write
 
 
 class AppendWriter:
@@ -23,9 +22,8 @@ class AppendWriter:
         context, reach = table_context(table), type(after).reach
 
         def write_task(batches):
-            batches = list(batches)
-            rows = pa.Table.from_batches(batches) if batches else None
-            if rows is None or not rows.num_rows:
+            rows = task_rows(batches)
+            if rows is None:
                 return
             metadata, io = executor_context(*context)
             yield facts([tally(rows, reach), *write(metadata, io, conform(rows, metadata.schema().as_arrow()))])

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
 from ...failures import NeedsAction
-from ...pyiceberg_internals import write_data_files
+from ...pyiceberg_internals import received, shipped, write_data_files
 from ....model.frontier import Frontier
 from ...sources.engine_table import TS
 
@@ -42,6 +42,18 @@ class Writer(Protocol):
         """The files to remove and add for the changes beyond `after`, against `table`'s state."""
 
 
+def task_rows(batches) -> pa.Table | None:
+    """A write task's Arrow record batches as one table, or None when it got no rows."""
+    batches = list(batches)
+    rows = pa.Table.from_batches(batches) if batches else None
+    return rows if rows is not None and rows.num_rows else None
+
+
+def violation(problem: str) -> dict:
+    """The result row of a task that found an enforced KEY broken (collect raises KeyViolation)."""
+    return {"kind": "violation", "payload": pickle.dumps(problem)}
+
+
 def tally(rows, reach):
     """The tally of one task's changes (an Arrow table of the change stream) as a result row; `reach` is the
     input's Frontier.reach."""
@@ -62,7 +74,7 @@ def write(metadata, io, rows):
     per_file = max(1024, target * rows.num_rows // max(1, rows.nbytes))
     for start in range(0, rows.num_rows, per_file):
         for data_file in write_data_files(metadata, rows.slice(start, per_file), io, uuid.uuid4()):
-            yield {"kind": "added", "payload": pickle.dumps(data_file)}
+            yield {"kind": "added", "payload": shipped(data_file)}
 
 
 def facts(found: list[dict]):
@@ -73,14 +85,11 @@ def collect(results: DataFrame, groups: list | None = None) -> BatchFiles:
     """The driver's only read of a batch: the facts its tasks reported (see the writers' task functions)."""
     files = BatchFiles()
     for row in results.collect():
+        if row.kind in ("added", "deletes"):
+            (files.added if row.kind == "added" else files.deletes).append(received(row.payload))
+            continue
         payload = pickle.loads(row.payload)
-        if row.kind == "added":
-            files.added.append(payload)
-        elif row.kind == "deletes":
-            spec_id, delete_file = payload
-            delete_file.spec_id = spec_id
-            files.deletes.append(delete_file)
-        elif row.kind == "rewrote":
+        if row.kind == "rewrote":
             group, indexes = payload
             files.removed.extend(groups[group].tasks[i].file for i in indexes)
         elif row.kind == "violation":

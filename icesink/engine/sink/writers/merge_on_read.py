@@ -5,7 +5,6 @@ batch's cost follows its changes, wherever in the key space they fall; the table
 key and file. Executors locate, write and delete; the driver lists the live files and commits."""
 from __future__ import annotations
 
-import pickle
 import uuid
 from pathlib import Path
 
@@ -17,14 +16,15 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from ...pyiceberg_internals import (POSITION_DELETE_SCHEMA, executor_context, live_data_files, live_delete_files,
-                                    position_delete_file, scan, table_context)
+from ...pyiceberg_internals import (POSITION_DELETE_SCHEMA, executor_context, live_files,
+                                    position_delete_file, received, scan, shipped, table_context)
 from ...sources.engine_table import DIFF
 from ..key_index import KeyIndex, delete_rows
 from ..key_ranges import KeyGroup, bounds_order, group_index
 from ..table import IncompatibleTable
 from ....model.descriptors import FoldPolicy
-from .base import DEFAULT_TARGET_FILE_BYTES, RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, write
+from .base import (DEFAULT_TARGET_FILE_BYTES, RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, task_rows,
+                   violation, write)
 from .upsert import PID, _latest, _violations
 
 
@@ -51,7 +51,7 @@ class MergeOnReadWriter:
                                     f"{table.metadata.format_version}, which has no delete files: WRITE MODE "
                                     "'merge-on-read' needs format version 2 (or WRITE MODE 'copy-on-write')")
         spark = changes.sparkSession
-        live = live_data_files(table)
+        live, _ = live_files(table)
         files = [(f.file_path, sequence) for f, sequence in live]
         partitions = {f.file_path: (f.spec_id, f.partition) for f, _ in live}  # a delete file's partition is its
         # data files'
@@ -81,8 +81,8 @@ class MergeOnReadWriter:
         policy = self.policy
         if not policy.rows_per_batch:
             return None
-        live = [f for f, _ in live_data_files(table)]
-        deletes = live_delete_files(table)
+        data, deletes = live_files(table)
+        live = [f for f, _ in data]
         target = int(table.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES))
         deleted = {f.file_path: sum(d.record_count for d in deletes.get(f.file_path, ())) for f in live}
         worn = sorted((f for f in live if deleted[f.file_path] >= policy.threshold * f.record_count),
@@ -106,13 +106,11 @@ class MergeOnReadWriter:
         merged = []
         if crowded:
             parts = min(len(crowded), spark.sparkContext.defaultParallelism)
-            merged = [pickle.loads(row) for row in spark.sparkContext.parallelize(crowded, parts)
+            merged = [received(row) for row in spark.sparkContext.parallelize(crowded, parts)
                       .mapPartitions(_merge_deletes(*context)).collect()]
-            for spec_id, delete_file in merged:
-                delete_file.spec_id = spec_id
         removed = [d for _, _, _, files in crowded for d in files]
         if not picked:
-            return removed, [], [d for _, d in merged]
+            return removed, [], merged
         from pyiceberg.table import FileScanTask
 
         groups, group, size = [], [], 0
@@ -124,15 +122,15 @@ class MergeOnReadWriter:
                 group, size = [], 0
         groups += [group] if group else []
         rewrite = _rewrite(*context, self.key)
-        added = [pickle.loads(row) for row in
+        added = [received(row) for row in
                  spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(rewrite).collect()]
         removed += picked + [d for f in picked for d in deletes.get(f.file_path, ())]
-        return removed, added, [d for _, d in merged]
+        return removed, added, merged
 
 
 def _merge_deletes(metadata_json, io_properties, location):
-    """An executor function: (data file path, spec id, partition, its delete files) in, a pickled (spec id, delete
-    file) holding all their positions out."""
+    """An executor function: (data file path, spec id, partition, its delete files) in, one shipped delete file
+    holding all their positions out."""
     def merge(crowded):
         metadata, io = executor_context(metadata_json, io_properties, location)
         for data_file, spec_id, partition, files in crowded:
@@ -186,15 +184,14 @@ def _cuts(live: list, schema, column: str, parts: int) -> list | None:
 def _merge(metadata_json, io_properties, location, key, columns, enforced, files, partitions, index_dir, reach):
     """An executor function: some keys' changes in, result rows out (see base.collect)."""
     def merge(batches):
-        batches = list(batches)
-        changes = pa.Table.from_batches(batches) if batches else None
-        if changes is None or not changes.num_rows:
+        changes = task_rows(batches)
+        if changes is None:
             return
         metadata, io = executor_context(metadata_json, io_properties, location)
         found = [tally(changes, reach)]
         problem = _violations(changes, key) if enforced else None
         if problem:
-            yield facts(found + [{"kind": "violation", "payload": pickle.dumps(problem)}])
+            yield facts(found + [violation(problem)])
             return
         latest = _latest(changes, key)
         rows = conform(latest.select(columns), metadata.schema().as_arrow())
@@ -211,16 +208,14 @@ def _write_deletes(metadata, io, located: dict, partitions: dict):
     polars reads no other kind, and a data file's deletes then go with it when it is rewritten."""
     for data_file, positions in located.items():
         spec_id, partition = partitions[data_file]
-        rows = delete_rows({data_file: positions}).cast(POSITION_DELETE_SCHEMA)
+        rows = delete_rows(data_file, positions).cast(POSITION_DELETE_SCHEMA)
         buffer = pa.BufferOutputStream()
         pq.write_table(rows, buffer)
         data = buffer.getvalue()
         path = f"{metadata.location}/data/{uuid.uuid4()}-deletes.parquet"
         with io.new_output(path).create(overwrite=True) as stream:
             stream.write(data)
-        delete_file = position_delete_file(path, rows, len(data), spec_id, partition)
-        yield {"kind": "deletes", "payload": pickle.dumps((spec_id, delete_file))}  # a DataFile pickles without
-        # its spec id
+        yield {"kind": "deletes", "payload": shipped(position_delete_file(path, rows, len(data), spec_id, partition))}
 
 
 __all__ = ["MergeOnReadWriter"]

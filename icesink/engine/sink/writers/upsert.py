@@ -16,7 +16,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from ...pyiceberg_internals import executor_context, scan, table_context
 from ...sources.engine_table import DIFF, OFFSET
 from ..key_ranges import files_holding, group_files, group_index, key_partitions
-from .base import RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, write
+from .base import RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, task_rows, violation, write
 
 PID = "_icesink_group"
 
@@ -86,9 +86,8 @@ class UpsertWriter:
 def _merge_groups(metadata_json, io_properties, location, key, columns, enforced, groups: dict, partitions, reach):
     """An executor function: the changes of some key groups in, result rows out (see _collect)."""
     def merge(batches):
-        batches = list(batches)
-        changes = pa.Table.from_batches(batches) if batches else None
-        if changes is None or not changes.num_rows:
+        changes = task_rows(batches)
+        if changes is None:
             return
         metadata, io = executor_context(metadata_json, io_properties, location)
         schema = metadata.schema().as_arrow()
@@ -97,7 +96,7 @@ def _merge_groups(metadata_json, io_properties, location, key, columns, enforced
             rows = changes.filter(pc.equal(changes[PID], pid))
             problem = _violations(rows, key) if enforced else None
             if problem:
-                found.append({"kind": "violation", "payload": pickle.dumps(problem)})
+                found.append(violation(problem))
                 break
             latest = _latest(rows, key)
             conformed = conform(latest.select(columns), schema)
