@@ -170,8 +170,9 @@ INSERT INTO typed VALUES
    '{"b": 1,  "a": [1, 2]}', '{"b": 1, "a": [1, 2]}', 'happy', 7, '{1,NULL,3}', '{"a b",NULL,"c,d"}'),
   (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
    NULL, NULL, NULL, NULL, NULL, NULL),
-  (4, 0, 0, 0, 0, 0.25, 0.5, '', E'l1\nl2"q,', '', false, '', '2000-01-01', '00:00', '00:00+00', '2000-01-01',
-   '2000-01-01 00:00:00+00', '0 days', '00000000-0000-0000-0000-000000000000', '""', '""', 'sad', 1, '{}', '{""}');
+  (4, 0, 0, 0, 0, 0.25, 0.5, '\t\\N', E'l1\nl2"q,', '', false, '', '2000-01-01', '00:00', '00:00+00', '2000-01-01',
+   '2000-01-01 00:00:00+00', '0 days', '00000000-0000-0000-0000-000000000000', '"a\\"b\\tc"', '""', 'sad', 1, '{}',
+   '{""}');
 GRANT SELECT ON typed TO repl; ALTER PUBLICATION icesink ADD TABLE typed;
 """
 COLUMNS = ("id, i2, i8, n, nu, r, d, t, vc, ch, b, bin, dt, tm, tz, ts, tstz, iv, u, js, jb, m, dom, arr, tarr")
@@ -179,7 +180,7 @@ COLUMNS = ("id, i2, i8, n, nu, r, d, t, vc, ch, b, bin, dt, tm, tz, ts, tstz, iv
 
 def test_every_type_reads_back_as_postgres_holds_it(session, scheduler, upstream):
     """The copy and the change stream both: row 1 is copied, row 3 (the same values) arrives as a change; row 2
-    (NULLs) and row 4 (empty strings, a newline and a quote, zeros) are copied."""
+    (NULLs) and row 4 (empty strings, a tab, a newline, a quote, backslashes, zeros) are copied."""
     with upstream.admin("shop") as admin:
         admin.execute(TYPES)
     session.execute(SETUP.format(password=PASSWORD, port=upstream.port).replace(

@@ -1,4 +1,4 @@
-"""The initial copy of an upstream table as Parquet files, the table's *base*: `COPY … TO STDOUT (FORMAT csv)` parsed
+"""The initial copy of an upstream table as Parquet files, the table's *base*: `COPY … TO STDOUT` (text format) parsed
 by Arrow's CSV reader a block at a time and written as it comes (memory stays bounded whatever the table's size),
 integers as integers and every other value as Postgres printed it. Two readers take a base: the replication loads
 its rows into icesink's store (`stored_rows`), and sinks read them as the table's first changes (`spark_arrays`),
@@ -30,30 +30,29 @@ class _CopyStream(io.RawIOBase):
 
     def __init__(self, copy):
         self._read = copy.read
-        self._pending = memoryview(b"")
+        self._pending, self._start = bytearray(), 0
 
     def readable(self) -> bool:
         return True
 
     def empty(self) -> bool:
         """Whether the COPY has nothing more to send (an empty table: Arrow's reader refuses to read nothing)."""
-        if not len(self._pending):
-            blocks, size, read = [], 0, self._read
-            while size < CHUNK_BYTES:
+        if self._start == len(self._pending):
+            chunk, read = bytearray(), self._read
+            while len(chunk) < CHUNK_BYTES:
                 block = read()
                 if not block:
                     break
-                blocks.append(block)
-                size += len(block)
-            self._pending = memoryview(b"".join(blocks))
-        return not len(self._pending)
+                chunk += block  # copied at once: keeping psycopg's row buffers alive to join them costs 3× the read
+            self._pending, self._start = chunk, 0
+        return self._start == len(self._pending)
 
     def readinto(self, buffer) -> int:
         if self.empty():
             return 0
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
+        size = min(len(buffer), len(self._pending) - self._start)
+        buffer[:size] = memoryview(self._pending)[self._start:self._start + size]
+        self._start += size
         return size
 
 
@@ -62,9 +61,10 @@ def base_schema(columns: list[Column]) -> pa.Schema:
 
 
 def write_base(copy, columns: list[Column], path: str, on_block=lambda rows: None) -> int:
-    """Writes a COPY in CSV form of `columns` to a Parquet file at `path` (none when the COPY is empty); returns
-    the rows written. In Postgres's CSV an unquoted empty field is NULL and a quoted one an empty string, as Arrow is
-    told. `on_block(rows)` is called after each block (and may raise to stop the copy)."""
+    """Writes a COPY in text form of `columns` to a Parquet file at `path` (none when the COPY is empty); returns
+    the rows written. Text form has a row per line, tab between values and `\\N` for NULL, and escapes backslashes,
+    tabs and line breaks inside values: Arrow splits the lines without quoting, and the few values holding a
+    backslash are unescaped after. `on_block(rows)` is called after each block (and may raise to stop the copy)."""
     schema = base_schema(columns)
     stream = _CopyStream(copy)
     if stream.empty():
@@ -72,12 +72,12 @@ def write_base(copy, columns: list[Column], path: str, on_block=lambda rows: Non
     reader = pcsv.open_csv(
         io.BufferedReader(stream, CHUNK_BYTES),
         read_options=pcsv.ReadOptions(column_names=schema.names, block_size=BLOCK_BYTES),
-        parse_options=pcsv.ParseOptions(newlines_in_values=True),
-        convert_options=pcsv.ConvertOptions(column_types=schema, strings_can_be_null=True,
-                                            quoted_strings_can_be_null=False, null_values=[""]))
+        parse_options=pcsv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False, double_quote=False),
+        convert_options=pcsv.ConvertOptions(column_types=schema, strings_can_be_null=True, null_values=["\\N"]))
     written = 0
     with pq.ParquetWriter(path, schema) as writer:
         for batch in reader:
+            batch = _unescaped(batch)
             _check(batch, columns)
             writer.write_batch(batch)
             written += batch.num_rows
@@ -85,6 +85,32 @@ def write_base(copy, columns: list[Column], path: str, on_block=lambda rows: Non
     with open(path, "rb") as done:  # durable before the store records the copy
         os.fsync(done.fileno())
     return written
+
+
+_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+_ESCAPED = re.compile(r"\\(.)")
+
+
+def _unescape(value: str) -> str:
+    return _ESCAPED.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), value)
+
+
+def _unescaped(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Text-form values as Postgres holds them; only those with escapes other than of backslashes go one by one."""
+    columns = list(batch.columns)
+    for index, values in enumerate(columns):
+        if not pa.types.is_string(values.type):
+            continue
+        if not pc.any(pc.match_substring(values, "\\")).as_py():
+            continue
+        # most escapes are of backslashes alone (bytea's \\x, JSON, arrays): those are undone all at once
+        plain = pc.fill_null(pc.match_substring_regex(values, r"^(?:[^\\]|\\\\)*$"), True)
+        values = pc.if_else(plain, pc.replace_substring(values, "\\\\", "\\"), values)
+        if not pc.all(plain).as_py():
+            values = pa.array([v if p else _unescape(v) for v, p in zip(values.to_pylist(), plain.to_pylist())],
+                              pa.string())
+        columns[index] = values
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 
 class CopyRefused(ValueError):

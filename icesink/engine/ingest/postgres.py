@@ -243,8 +243,10 @@ class PostgresIngestion:
         shutil.rmtree(directory, ignore_errors=True)  # what a copy that did not finish left
         directory.mkdir(parents=True)
         if pages >= PARALLEL_PAGES and upstream.info.server_version >= 140000:  # a range reads its pages only
+            slots = self.spark().sparkContext.defaultParallelism  # every round of tasks fills every core
+            tasks = -(-pages // PAGES_PER_TASK // slots) * slots
             queries = [range_query(sub.columns, schema, name, part).as_string(upstream)
-                       for part in page_ranges(pages, -(-pages // PAGES_PER_TASK))]
+                       for part in page_ranges(pages, tasks)]
             staged = self._staged
 
             def progress(done: int, tasks: int) -> None:
