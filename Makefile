@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 STAMP := $(VENV)/.installed
+# a second reader for the tests: Spark 3.5 with Iceberg's own runtime, in a venv of its own
+SPARK35 := .venv-spark35/.installed
 
 .PHONY: demo demo-s3tables demo-postgres test parse-examples clean
 
@@ -10,6 +12,9 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[test]'
 	touch $@
+
+$(SPARK35): tests/spark35/install.sh
+	tests/spark35/install.sh $(PYTHON) .venv-spark35
 
 demo: $(STAMP)
 	rm -rf .demo
@@ -21,8 +26,8 @@ demo-s3tables: $(STAMP)
 demo-postgres: $(STAMP)
 	examples/postgres-demo.sh
 
-test: $(STAMP)
+test: $(STAMP) $(SPARK35)
 	$(VENV)/bin/python -m pytest -q
 
 clean:
-	rm -rf $(VENV) .demo .demo-s3tables .demo-postgres
+	rm -rf $(VENV) .venv-spark35 .demo .demo-s3tables .demo-postgres

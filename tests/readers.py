@@ -1,8 +1,16 @@
-"""Independent readers of what a sink wrote: DuckDB's iceberg extension, loaded offline from its wheel."""
+"""Independent readers of what a sink wrote: DuckDB's iceberg extension (loaded offline from its wheel), pyiceberg,
+polars, and Spark 3.5 with Iceberg's own runtime (in a venv of its own: tests/spark35/install.sh, run by `make
+test`)."""
 import glob
 import os
+import pickle
+import subprocess
+from pathlib import Path
 
 import duckdb
+
+ROOT = Path(__file__).resolve().parent.parent
+SPARK35 = ROOT / ".venv-spark35"
 
 
 def _extension(package: str) -> str:
@@ -39,3 +47,18 @@ def polars_rows(table, columns: list[str]) -> list[tuple]:
 
     frame = pl.scan_iceberg(table).select(columns).collect()
     return sorted(frame.rows())
+
+
+def spark_rows(metadata_location: str, columns: list[str]) -> list[tuple]:
+    """The table's rows as Spark 3.5 with Iceberg's own runtime reads them (deletes applied), sorted."""
+    python = SPARK35 / "bin" / "python"
+    if not (SPARK35 / ".installed").exists():
+        raise AssertionError(f"no Spark 3.5 reader in {SPARK35}: `make test` installs it "
+                             "(tests/spark35/install.sh)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
+    env.update(PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python), SPARK_LOCAL_IP="127.0.0.1")
+    done = subprocess.run([str(python), str(ROOT / "tests" / "spark35" / "read.py"), metadata_location,
+                           ",".join(columns)], capture_output=True, timeout=300, env=env)
+    if done.returncode:
+        raise AssertionError(f"Spark 3.5 could not read {metadata_location}: {done.stderr.decode()[-3000:]}")
+    return sorted(pickle.loads(done.stdout))

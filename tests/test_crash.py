@@ -11,7 +11,7 @@ import pytest
 
 import icesink
 from tests.conftest import rows, serve, serve_until_killed
-from tests.readers import duckdb_rows, polars_rows, pyiceberg_rows
+from tests.readers import duckdb_rows, polars_rows, pyiceberg_rows, spark_rows
 from tests.runtime import caught_up, iceberg_table, wait_for
 
 pytestmark = pytest.mark.timeout(1200)
@@ -81,6 +81,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(session):
     merged = iceberg_table(session, "orders_mor")  # its key index and delete files survived the kills
     assert duckdb_rows(merged.metadata_location, "id, name, amount", "id") == expected
     assert pyiceberg_rows(merged, ["id", "name", "amount"]) == polars_rows(merged, ["id", "name", "amount"]) == expected
+    assert spark_rows(merged.metadata_location, ["id", "name", "amount"]) == expected
     log = duckdb_rows(iceberg_table(session, "orders_log").metadata_location, "id, name, amount, _mz_diff", "1")
     state = {}
     for id_, name, amount, diff in log:

@@ -1,10 +1,11 @@
 """WRITE MODE 'merge-on-read': upserts as new rows plus position deletes located through the key index, read alike
-by DuckDB, pyiceberg and polars; only what changed is written, wherever the changed keys fall."""
+by DuckDB, pyiceberg, polars and Spark with Iceberg's own runtime; only what changed is written, wherever the changed
+keys fall."""
 import random
 
 import pytest
 
-from tests.readers import duckdb_rows, polars_rows, pyiceberg_rows
+from tests.readers import duckdb_rows, polars_rows, pyiceberg_rows, spark_rows
 from tests.runtime import caught_up, iceberg_table, wait_for
 
 
@@ -19,6 +20,7 @@ def _every_reader(session, sink, columns, expected):
     assert duckdb_rows(table.metadata_location, ", ".join(columns), ", ".join(columns)) == expected
     assert pyiceberg_rows(table, columns) == expected
     assert polars_rows(table, columns) == expected
+    assert spark_rows(table.metadata_location, columns) == expected
 
 
 def test_scattered_upserts_and_deletes_write_only_what_changed(session, scheduler):
