@@ -1,8 +1,12 @@
 """Engine tables: writes are durable and logged with increasing offsets; SELECT shows the current rows."""
+import threading
+import time
+
 import pytest
 
 import icesink
 from tests.conftest import error_of, rows
+from tests.runtime import wait_for
 
 
 @pytest.fixture
@@ -75,6 +79,41 @@ def test_the_log_is_compacted_below_what_every_reader_acknowledged(orders, monke
     assert [(offset, diff, row[:2]) for offset, diff, _, row in log] == [
         (5, 1, [1, "a2"]), (7, 1, [2, "b2"]), (11, 1, [3, "c3"])]
     assert store.floor(table_id) == 11
+
+
+def test_a_sinks_acknowledgement_does_not_wait_for_the_log_compaction(orders, monkeypatch):
+    """A compaction reads the log up to the floor: it runs on the housekeeping thread, not in the sink's batch, and
+    removes entries a few per transaction, so a writer of the table is not held up either."""
+    from icesink.engine.sources import input_for
+    from icesink.engine.tables import TableStore
+    from icesink.model.frontier import Offset
+
+    monkeypatch.setattr("icesink.engine.tables.COMPACT_AT_LEAST", 1)
+    monkeypatch.setattr("icesink.engine.tables.COMPACT_SLICE", 2)
+    orders.execute("""CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE SINK orders_lake FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'n', TABLE 'orders')
+          KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+        INSERT INTO orders VALUES (1, 'a', 1, true), (2, 'b', 2, true), (3, 'c', 3, true);
+        DELETE FROM orders WHERE id = 2; UPDATE orders SET name = 'c2' WHERE id = 3""")
+    table_id, store = orders.catalog.get("orders").id, orders.tables
+    compacting, release = threading.Event(), threading.Event()
+    compact = TableStore.compact
+
+    def held_compact(self, *args):
+        compacting.set()
+        release.wait(30)
+        return compact(self, *args)
+    monkeypatch.setattr(TableStore, "compact", held_compact)
+    sink = orders.catalog.get("orders_lake")
+    started = time.monotonic()
+    input_for(orders.catalog, orders.catalog.get("orders")).acknowledge(sink.id, Offset(6))
+    assert time.monotonic() - started < 1 and compacting.wait(10)  # acknowledged while the compaction waits
+    orders.execute("INSERT INTO orders VALUES (4, 'd', 4, true)")  # so does a writer
+    release.set()
+    wait_for(lambda: store.floor(table_id) == 6, timeout=30, what="the compaction")
+    log = store.changes(table_id, 0, store.latest_offset(table_id))
+    assert [(offset, diff, row[:2]) for offset, diff, _, row in log] == [
+        (1, 1, [1, "a"]), (6, 1, [3, "c2"]), (7, 1, [4, "d"])]  # two pairs gone, in two transactions
 
 
 def test_numeric_values_compare_as_numbers(session):

@@ -30,6 +30,7 @@ TABLES_FILE = "tables.db"
 BASES_DIR = "bases"
 NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"  # a change's time, as logged
 COMPACT_AT_LEAST = 100  # log entries: fewer are not worth a compaction
+COMPACT_SLICE = 20_000  # log entries removed per transaction (an even number: pairs stay whole)
 
 _AFFINITY = {
     "smallint": "INTEGER", "integer": "INTEGER", "bigint": "INTEGER", "boolean": "INTEGER",
@@ -295,25 +296,36 @@ class TableStore:
     def compact(self, table_id: str, readers: set[str]) -> int:
         """Compacts the log below what every one of `readers` (all the table's sinks) acknowledged, once the
         part to compact is at least as long as the part compacted before (so each change costs O(1) in all).
-        Returns the entries removed."""
+        Returns the entries removed. The pairs to remove are found by one SQL statement outside any write
+        transaction (SQLite works without Python's lock meanwhile), and go in slices of COMPACT_SLICE entries,
+        each its own transaction, so writers of the store (and sinks acknowledging) never wait for a whole
+        compaction. The floor moves first: a reader below it takes the log in one read, and each slice removes
+        whole pairs (an insertion and its deletion), so any read sees a history that adds up."""
         with self.transaction():
             acked = dict(self.db.execute("SELECT reader, offset FROM acknowledged WHERE table_id = ?", (table_id,)))
             for gone in set(acked) - readers:
                 self.db.execute("DELETE FROM acknowledged WHERE reader = ? AND table_id = ?", (gone, table_id))
-            (floor, kept), target = self._floor(table_id), min((acked.get(r, 0) for r in readers), default=0)
-            if target <= floor:
-                return 0
-            fresh = self.db.execute("SELECT count(*) FROM changes WHERE table_id = ? AND offset > ? AND offset <= ?",
-                                    (table_id, floor, target)).fetchone()[0]
-            if fresh < max(COMPACT_AT_LEAST, kept):
-                return 0
-            cancelled = _cancelled(self.db.execute("SELECT offset, diff, row FROM changes WHERE table_id = ? AND"
-                                                   " offset <= ? ORDER BY offset", (table_id, target)))
-            self.db.executemany("DELETE FROM changes WHERE offset = ?", ((o,) for o in cancelled))
+        (floor, kept), target = self._floor(table_id), min((acked.get(r, 0) for r in readers), default=0)
+        if target <= floor:
+            return 0
+        fresh = self.db.execute("SELECT count(*) FROM changes WHERE table_id = ? AND offset > ? AND offset <= ?",
+                                (table_id, floor, target)).fetchone()[0]
+        if fresh < max(COMPACT_AT_LEAST, kept):
+            return 0
+        self.db.execute("DROP TABLE IF EXISTS temp.cancelled")
+        self.db.execute(_CANCELLED, (table_id, target))
+        pairs = self.db.execute("SELECT count(*) FROM temp.cancelled").fetchone()[0]
+        with self.transaction():  # monotonic: two compactions of one table may overlap (they remove the same pairs)
             self.db.execute("INSERT INTO log_floor VALUES (?, ?, ?) ON CONFLICT (table_id) DO UPDATE"
-                            " SET offset = excluded.offset, kept = excluded.kept",
-                            (table_id, target, kept + fresh - len(cancelled)))
-            return len(cancelled)
+                            " SET offset = max(offset, excluded.offset), kept = excluded.kept",
+                            (table_id, target, kept + fresh - 2 * pairs))
+        for first in range(0, pairs, COMPACT_SLICE // 2):
+            with self.transaction():
+                self.db.execute("DELETE FROM changes WHERE offset IN (SELECT inserted FROM temp.cancelled WHERE"
+                                " rowid > ?1 AND rowid <= ?2 UNION ALL SELECT deleted FROM temp.cancelled WHERE"
+                                " rowid > ?1 AND rowid <= ?2)", (first, first + COMPACT_SLICE // 2))
+        self.db.execute("DROP TABLE temp.cancelled")
+        return 2 * pairs
 
 
 class RowRefused(Exception):
@@ -343,16 +355,15 @@ def _refusal(exc: sqlite3.Error) -> str:
     return message
 
 
-def _cancelled(entries) -> list[int]:
-    """The offsets of insertions later deleted, and of those deletions."""
-    inserted: dict[str, list[int]] = {}
-    gone = []
-    for offset, diff, row in entries:
-        if diff > 0:
-            inserted.setdefault(row, []).append(offset)
-        elif inserted.get(row):
-            gone += (inserted[row].pop(), offset)
-    return gone
+# The insertions later deleted, each with its deletion: a row's k-th deletion takes its k-th insertion (rows of a
+# table without a key may repeat; a row is never deleted more often than it was inserted before, so the k-th
+# deletion comes after the k-th insertion). One sort, no join: 2M entries in about 6 s.
+_CANCELLED = """
+CREATE TEMP TABLE cancelled AS
+SELECT min(offset) AS inserted, max(offset) AS deleted FROM (
+    SELECT offset, row, row_number() OVER (PARTITION BY row, diff ORDER BY offset) AS k
+    FROM changes WHERE table_id = ?1 AND offset <= ?2)
+GROUP BY row, k HAVING count(*) = 2"""
 
 
 class _Transaction:

@@ -127,7 +127,7 @@ class PostgresIngestion:
 
         store = TableStore(self.catalog.data_dir)
         store.db.execute(f"PRAGMA cache_size = -{STORE_CACHE_KIB}")  # changes land on keys all over a table
-        # a sink compacting a long change log holds the store for a while: the upstream keeps the changes meanwhile
+        # a long statement on another engine table holds the store for a while: the upstream keeps the changes meanwhile
         store.db.execute(f"PRAGMA busy_timeout = {STORE_WAIT_SECONDS * 1000}")
         try:
             self._follow(store, on_running)

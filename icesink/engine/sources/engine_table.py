@@ -14,6 +14,7 @@ from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 from ...model.frontier import OFFSET, Offset
 from ...model.types import Column, column_decoder, decoder
 from ..columns import spark_type
+from .. import housekeeping
 from ..tables import TableStore
 from .base import Input, ProgressBehindInput
 
@@ -202,13 +203,21 @@ class EngineTableInput(Input):
                 "start from a snapshot")
 
     def acknowledge(self, sink_id: str, frontier: Offset) -> None:
-        """The log may shrink below what every sink of the table acknowledged."""
-        table_id = self.relation.id
+        """The log may shrink below what every sink of the table acknowledged: compacted by the housekeeping
+        thread, since a compaction reads the log up to there and a batch must not wait for it."""
+        table_id, name, data_dir = self.relation.id, self.relation.name, self.catalog.data_dir
         self.log.acknowledge(sink_id, table_id, frontier.offset)
         readers = {o.id for o in self.catalog.dependents(table_id) if o.kind == "sink"}
-        removed = self.log.compact(table_id, readers)
-        if removed:
-            log.info("table %s: compacted %d entries of the change log", self.relation.name, removed)
+
+        def compact():
+            store = TableStore(data_dir)
+            try:
+                removed = store.compact(table_id, readers)
+            finally:
+                store.close()
+            if removed:
+                log.info("table %s: compacted %d entries of the change log", name, removed)
+        housekeeping.later(("compact", str(data_dir), table_id), compact)
 
     def close(self) -> None:
         self.log.close()
