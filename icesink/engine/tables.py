@@ -20,6 +20,7 @@ import shutil
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ..catalog.sqlite import connect_wal, database_errors, raised_in_function, sql_function, sqlite_message
 from ..errors import CatalogError
@@ -293,19 +294,22 @@ class TableStore:
             self.db.execute("INSERT INTO acknowledged VALUES (?, ?, ?) ON CONFLICT (reader, table_id) DO UPDATE"
                             " SET offset = max(offset, excluded.offset)", (reader, table_id, offset))
 
-    def compact(self, table_id: str, readers: set[str]) -> int:
-        """Compacts the log below what every one of `readers` (all the table's sinks) acknowledged, once the
+    def compact(self, table_id: str, readers: Callable[[], set[str]]) -> int:
+        """Compacts the log below what every one of `readers()` (all the table's sinks) acknowledged, once the
         part to compact is at least as long as the part compacted before (so each change costs O(1) in all).
         Returns the entries removed. The pairs to remove are found by one SQL statement outside any write
         transaction (SQLite works without Python's lock meanwhile), and go in slices of COMPACT_SLICE entries,
         each its own transaction, so writers of the store (and sinks acknowledging) never wait for a whole
         compaction. The floor moves first: a reader below it takes the log in one read, and each slice removes
-        whole pairs (an insertion and its deletion), so any read sees a history that adds up."""
+        whole pairs (an insertion and its deletion), so any read sees a history that adds up. Readers are asked
+        again as the floor moves: a sink created during the search, which has acknowledged nothing, stops it (it
+        may have planned a read in several parts below the floor)."""
         with self.transaction():
             acked = dict(self.db.execute("SELECT reader, offset FROM acknowledged WHERE table_id = ?", (table_id,)))
-            for gone in set(acked) - readers:
+            sinks = readers()
+            for gone in set(acked) - sinks:
                 self.db.execute("DELETE FROM acknowledged WHERE reader = ? AND table_id = ?", (gone, table_id))
-        (floor, kept), target = self._floor(table_id), min((acked.get(r, 0) for r in readers), default=0)
+        (floor, kept), target = self._floor(table_id), min((acked.get(r, 0) for r in sinks), default=0)
         if target <= floor:
             return 0
         fresh = self.db.execute("SELECT count(*) FROM changes WHERE table_id = ? AND offset > ? AND offset <= ?",
@@ -316,6 +320,10 @@ class TableStore:
         self.db.execute(_CANCELLED, (table_id, target))
         pairs = self.db.execute("SELECT count(*) FROM temp.cancelled").fetchone()[0]
         with self.transaction():  # monotonic: two compactions of one table may overlap (they remove the same pairs)
+            acked = dict(self.db.execute("SELECT reader, offset FROM acknowledged WHERE table_id = ?", (table_id,)))
+            if any(acked.get(r, 0) < target for r in readers()):
+                self.db.execute("DROP TABLE temp.cancelled")
+                return 0
             self.db.execute("INSERT INTO log_floor VALUES (?, ?, ?) ON CONFLICT (table_id) DO UPDATE"
                             " SET offset = max(offset, excluded.offset), kept = excluded.kept",
                             (table_id, target, kept + fresh - 2 * pairs))

@@ -15,6 +15,7 @@ from ...model.frontier import OFFSET, Offset
 from ...model.types import Column, column_decoder, decoder
 from ..columns import spark_type
 from .. import housekeeping
+from ...catalog.store import Catalog
 from ..tables import TableStore
 from .base import Input, ProgressBehindInput
 
@@ -207,7 +208,13 @@ class EngineTableInput(Input):
         thread, since a compaction reads the log up to there and a batch must not wait for it."""
         table_id, name, data_dir = self.relation.id, self.relation.name, self.catalog.data_dir
         self.log.acknowledge(sink_id, table_id, frontier.offset)
-        readers = {o.id for o in self.catalog.dependents(table_id) if o.kind == "sink"}
+
+        def readers() -> set[str]:  # the table's sinks as the compaction goes (a connection of its own thread's)
+            catalog = Catalog(data_dir)
+            try:
+                return {o.id for o in catalog.dependents(table_id) if o.kind == "sink"}
+            finally:
+                catalog.close()
 
         def compact():
             store = TableStore(data_dir)
