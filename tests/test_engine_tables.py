@@ -101,7 +101,7 @@ def test_a_sinks_acknowledgement_does_not_wait_for_the_log_compaction(orders, mo
     from icesink.model.frontier import Offset
 
     monkeypatch.setattr("icesink.engine.tables.COMPACT_AT_LEAST", 1)
-    monkeypatch.setattr("icesink.engine.tables.COMPACT_SLICE", 2)
+    monkeypatch.setattr("icesink.engine.tables.COMPACT_PAIRS", 1)
     orders.execute("""CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
         CREATE SINK orders_lake FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'n', TABLE 'orders')
           KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');

@@ -31,7 +31,7 @@ TABLES_FILE = "tables.db"
 BASES_DIR = "bases"
 NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"  # a change's time, as logged
 COMPACT_AT_LEAST = 100  # log entries: fewer are not worth a compaction
-COMPACT_SLICE = 20_000  # log entries removed per transaction (an even number: pairs stay whole)
+COMPACT_PAIRS = 10_000  # insert-and-delete pairs removed per transaction (a pair is never split)
 
 _AFFINITY = {
     "smallint": "INTEGER", "integer": "INTEGER", "bigint": "INTEGER", "boolean": "INTEGER",
@@ -294,19 +294,21 @@ class TableStore:
             self.db.execute("INSERT INTO acknowledged VALUES (?, ?, ?) ON CONFLICT (reader, table_id) DO UPDATE"
                             " SET offset = max(offset, excluded.offset)", (reader, table_id, offset))
 
+    def _acknowledged(self, table_id: str) -> dict[str, int]:
+        return dict(self.db.execute("SELECT reader, offset FROM acknowledged WHERE table_id = ?", (table_id,)))
+
     def compact(self, table_id: str, readers: Callable[[], set[str]]) -> int:
         """Compacts the log below what every one of `readers()` (all the table's sinks) acknowledged, once the
         part to compact is at least as long as the part compacted before (so each change costs O(1) in all).
         Returns the entries removed. The pairs to remove are found by one SQL statement outside any write
-        transaction (SQLite works without Python's lock meanwhile), and go in slices of COMPACT_SLICE entries,
+        transaction (SQLite works without Python's lock meanwhile), and go COMPACT_PAIRS pairs at a time,
         each its own transaction, so writers of the store (and sinks acknowledging) never wait for a whole
         compaction. The floor moves first: a reader below it takes the log in one read, and each slice removes
         whole pairs (an insertion and its deletion), so any read sees a history that adds up. Readers are asked
         again as the floor moves: a sink created during the search, which has acknowledged nothing, stops it (it
         may have planned a read in several parts below the floor)."""
         with self.transaction():
-            acked = dict(self.db.execute("SELECT reader, offset FROM acknowledged WHERE table_id = ?", (table_id,)))
-            sinks = readers()
+            acked, sinks = self._acknowledged(table_id), readers()
             for gone in set(acked) - sinks:
                 self.db.execute("DELETE FROM acknowledged WHERE reader = ? AND table_id = ?", (gone, table_id))
         (floor, kept), target = self._floor(table_id), min((acked.get(r, 0) for r in sinks), default=0)
@@ -320,18 +322,18 @@ class TableStore:
         self.db.execute(_CANCELLED, (table_id, target))
         pairs = self.db.execute("SELECT count(*) FROM temp.cancelled").fetchone()[0]
         with self.transaction():  # monotonic: two compactions of one table may overlap (they remove the same pairs)
-            acked = dict(self.db.execute("SELECT reader, offset FROM acknowledged WHERE table_id = ?", (table_id,)))
+            acked = self._acknowledged(table_id)
             if any(acked.get(r, 0) < target for r in readers()):
                 self.db.execute("DROP TABLE temp.cancelled")
                 return 0
             self.db.execute("INSERT INTO log_floor VALUES (?, ?, ?) ON CONFLICT (table_id) DO UPDATE"
                             " SET offset = max(offset, excluded.offset), kept = excluded.kept",
                             (table_id, target, kept + fresh - 2 * pairs))
-        for first in range(0, pairs, COMPACT_SLICE // 2):
+        for first in range(0, pairs, COMPACT_PAIRS):
             with self.transaction():
                 self.db.execute("DELETE FROM changes WHERE offset IN (SELECT inserted FROM temp.cancelled WHERE"
                                 " rowid > ?1 AND rowid <= ?2 UNION ALL SELECT deleted FROM temp.cancelled WHERE"
-                                " rowid > ?1 AND rowid <= ?2)", (first, first + COMPACT_SLICE // 2))
+                                " rowid > ?1 AND rowid <= ?2)", (first, first + COMPACT_PAIRS))
         self.db.execute("DROP TABLE temp.cancelled")
         return 2 * pairs
 
