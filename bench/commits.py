@@ -70,7 +70,7 @@ def main() -> None:
     for n in range(start, start + args.commits):
         started = time.perf_counter()
         outcome = committer.commit(Offset(n * args.rows), plan)
-        committer.expire_snapshots(outcome.snapshot_id)
+        committer.expire_later()
         latencies.append(time.perf_counter() - started)
     table = catalog.load_table(("bench", "t"))
     first, last = statistics.median(latencies[:20]), statistics.median(latencies[-20:])

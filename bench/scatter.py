@@ -81,7 +81,7 @@ class Bench:
         started = time.perf_counter()
         outcome = self.committer.commit(Offset(self.offset - count),
                                         lambda table, after: self.writer.plan(frame, table, after))
-        self.committer.expire_snapshots(outcome.snapshot_id)
+        self.committer.expire_later()
         folding = time.perf_counter()
         if hasattr(self.writer, "plan_fold"):
             self.committer.fold(lambda table: self.writer.plan_fold(self.spark, table, count))

@@ -302,16 +302,18 @@ def test_files_of_expired_snapshots_are_deleted_from_s3(session, scheduler, seaw
     for n in range(8):
         session.execute(f"UPDATE orders SET note = 'v{n}' WHERE id = 1")
         wait_for(caught_up(session, "orders_lake", "orders"), what=f"update {n}")
-    table = iceberg_table(session, "orders_lake")
-    referenced = {task.file_path for snapshot in table.metadata.snapshots
-                  for task in table.scan(snapshot_id=snapshot.snapshot_id).plan_files()
-                  for task in [task.file]}
-    bucket, prefix = table.location().removeprefix("s3://").split("/", 1)
     s3 = boto3.client("s3", endpoint_url=seaweed.s3_endpoint, region_name="us-east-1",
                       aws_access_key_id=SEAWEED_KEY, aws_secret_access_key=SEAWEED_SECRET)
-    listed = s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/data/").get("Contents", [])
-    stored = {f"s3://{bucket}/{o['Key']}" for o in listed if not o['Key'].endswith('/')}  # not the folder
-    assert len(table.metadata.snapshots) <= 3 and stored == referenced
+
+    def expired():  # the expiry runs on the housekeeping thread, after the batch that asked for it
+        table = iceberg_table(session, "orders_lake")
+        referenced = {task.file.file_path for snapshot in table.metadata.snapshots
+                      for task in table.scan(snapshot_id=snapshot.snapshot_id).plan_files()}
+        bucket, prefix = table.location().removeprefix("s3://").split("/", 1)
+        listed = s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/data/").get("Contents", [])
+        stored = {f"s3://{bucket}/{o['Key']}" for o in listed if not o['Key'].endswith('/')}  # not the folder
+        return len(table.metadata.snapshots) <= 3 and stored == referenced
+    wait_for(expired, timeout=30, what="the old files to be deleted")
 
 
 def test_the_s3_tables_example_runs(tmp_path, seaweed):

@@ -9,12 +9,14 @@ plans again rather than letting a library replay the write.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 from pyiceberg.exceptions import CommitFailedException
 
 from ...model.frontier import Frontier
+from .. import housekeeping
 from ..failures import NeedsAction
 from ..faults import crash_point
 from ..pyiceberg_internals import commit_files, replace_files
@@ -60,6 +62,9 @@ class Committer:
         self.commits = 0
         # (snapshot, files it removed): once no older snapshot is kept, nothing references those files
         self._retired: list[tuple[int, list[str]]] = []
+        # The expiry commits from the housekeeping thread: taken around each commit of this process to the table,
+        # so that the two never race (a batch that lost would plan again)
+        self._committing = threading.Lock()
 
     def resume_point(self, table=None) -> Optional[Progress]:
         """This sink's newest progress in `table` (loaded when not given); Fenced if a newer version wrote it."""
@@ -106,13 +111,14 @@ class Committer:
                                             {"lower": after.to_json(), "upper": upper.to_json(),
                                              "rows": planned.rows})
             try:
-                snapshot_id = commit_files(table, planned.removed, planned.added, properties, planned.deletes)
+                with self._committing:
+                    snapshot_id = commit_files(table, planned.removed, planned.added, properties, planned.deletes)
             except CommitFailedException as exc:
                 log.info("sink %s: commit attempt %d lost a race (%s); planning again", self.sink_id, attempt, exc)
                 continue
             self.commits += 1
             if planned.removed:
-                self._retired.append((snapshot_id, [f.file_path for f in planned.removed]))
+                self._retire(snapshot_id, planned.removed)
             return Outcome(snapshot_id, False, upper, planned)
         raise CommitConflict(f"{MAX_ATTEMPTS} commit attempts in a row lost to concurrent commits")
 
@@ -127,41 +133,59 @@ class Committer:
             return None
         removed, added, deletes = planned
         try:
-            snapshot_id = replace_files(table, removed, added, {FOLDED_BY: self.sink_id}, deletes)
+            with self._committing:
+                snapshot_id = replace_files(table, removed, added, {FOLDED_BY: self.sink_id}, deletes)
         except CommitFailedException as exc:
             log.info("sink %s: a fold lost a race (%s); it waits for the next batch", self.sink_id, exc)
             _delete(table.io, [f.file_path for f in added + deletes], self.sink_id)
             return None
-        self._retired.append((snapshot_id, [f.file_path for f in removed]))
+        self._retire(snapshot_id, removed)
         log.info("sink %s: folded %d files into %d", self.sink_id, len(removed), len(added) + len(deletes))
         return snapshot_id
 
-    def expire_snapshots(self, newest: int) -> None:
-        """Expires all but the newest snapshots every few commits; never the one holding our progress. Called
-        once the commit is visible and acknowledged, so that maintenance does not delay either."""
-        if self.commits % KEEP_SNAPSHOTS:
-            return
-        table = self.load_table()
-        snapshots = sorted(table.metadata.snapshots, key=lambda s: s.timestamp_ms)
-        old = [s.snapshot_id for s in snapshots[:-KEEP_SNAPSHOTS] if s.snapshot_id != newest]
-        if old:
-            try:
-                table.maintenance.expire_snapshots().by_ids(old).commit()
-            except CommitFailedException:
-                return  # maintenance waits for the next round
-            kept = [s.snapshot_id for s in snapshots if s.snapshot_id not in old]
-            self._delete_retired(table.io, kept)
+    def _retire(self, snapshot_id: int, removed: list) -> None:
+        with self._committing:
+            self._retired.append((snapshot_id, [f.file_path for f in removed]))
 
-    def _delete_retired(self, io, kept: list[int]) -> None:
+    def expire_later(self) -> None:
+        """Every few commits, hands the expiry of old snapshots to the housekeeping thread: it loads the table,
+        commits and deletes files, each taking time that follows the table's history and its store, and no batch
+        waits for it (docs/commit-protocol.md)."""
+        if self.commits and not self.commits % KEEP_SNAPSHOTS:
+            housekeeping.later(("expire", self.sink_id, self.version), self.expire_snapshots)
+
+    def expire_snapshots(self) -> None:
+        """Expires all but the KEEP_SNAPSHOTS newest snapshots, never the one holding this sink's progress, then
+        deletes the files that only the expired ones referenced."""
+        table = self.load_table()
+        progress = latest_progress(table, self.sink_id)
+        snapshots = sorted(table.metadata.snapshots, key=lambda s: s.timestamp_ms)
+        old = [s.snapshot_id for s in snapshots[:-KEEP_SNAPSHOTS]
+               if progress is None or s.snapshot_id != progress.snapshot_id]
+        if not old:
+            return
+        try:
+            with self._committing:
+                table.maintenance.expire_snapshots().by_ids(old).commit()
+        except CommitFailedException:
+            return  # another writer committed meanwhile: the next round expires them
+        self._delete_retired(table.io, [s.snapshot_id for s in snapshots], old)
+
+    def _delete_retired(self, io, listed: list[int], expired: list[int]) -> None:
         """Deletes the files that only expired snapshots referenced: those a commit removed, once the commit's
-        snapshot is the oldest kept (or is gone itself)."""
+        snapshot is the oldest kept (or is gone itself). `listed`: the table's snapshots, oldest first, when the
+        expiry loaded it; a commit after that (this sink's next batch) keeps its files."""
+        kept = [s for s in listed if s not in expired]
+        with self._committing:
+            retired, self._retired = self._retired, []
         still = []
-        for snapshot_id, paths in self._retired:
-            if snapshot_id in kept[1:]:
+        for snapshot_id, paths in retired:
+            if snapshot_id in kept[1:] or snapshot_id not in listed:
                 still.append((snapshot_id, paths))
             else:
                 _delete(io, paths, self.sink_id)
-        self._retired = still
+        with self._committing:
+            self._retired[:0] = still
 
 
 def _delete(io, paths: list[str], sink_id: str) -> None:
