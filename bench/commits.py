@@ -69,7 +69,7 @@ def main() -> None:
     latencies = []
     for n in range(start, start + args.commits):
         started = time.perf_counter()
-        outcome = committer.commit(Offset(n * args.rows), plan)
+        committer.commit(Offset(n * args.rows), plan)
         committer.expire_later()
         latencies.append(time.perf_counter() - started)
     table = catalog.load_table(("bench", "t"))

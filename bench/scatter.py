@@ -79,8 +79,8 @@ class Bench:
         """One batch as a sink runs it (commit, expiry, fold); its seconds."""
         frame = self.changes(count, first)
         started = time.perf_counter()
-        outcome = self.committer.commit(Offset(self.offset - count),
-                                        lambda table, after: self.writer.plan(frame, table, after))
+        self.committer.commit(Offset(self.offset - count),
+                              lambda table, after: self.writer.plan(frame, table, after))
         self.committer.expire_later()
         folding = time.perf_counter()
         if hasattr(self.writer, "plan_fold"):

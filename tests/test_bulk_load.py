@@ -11,7 +11,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import icesink
 from icesink.grammar.bulk import scan_insert
 from icesink.grammar.parser import _parse_with_grammar
 from tests.conftest import error_of, rows

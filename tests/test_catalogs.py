@@ -10,7 +10,6 @@ from pathlib import Path
 import boto3
 import pytest
 
-import icesink
 from icesink.catalog_connections import aws as aws_connections
 from tests.conftest import ICESINK, cli_env, error_of, rows
 from tests.readers import duckdb_rows
@@ -218,7 +217,7 @@ def test_a_wrong_secret_stalls_the_sink_until_it_is_rotated(session, scheduler, 
                  "connection 'lake': cannot reach the Iceberg catalog at http://127.0.0.1:9", id="unreachable"),
     pytest.param(lambda sw, m: glue_setup(m).replace("s3://lake/", "s3://no-such-bucket/"),
                  "connection 'lake': the bucket 'no-such-bucket' of WAREHOUSE does not exist", id="missing-bucket"),
-    pytest.param(lambda sw, m: f"""CREATE SECRET m_secret AS 'x';
+    pytest.param(lambda sw, m: """CREATE SECRET m_secret AS 'x';
         CREATE CONNECTION m TO AWS (ENDPOINT 'http://127.0.0.1:9', ACCESS KEY ID 'k', SECRET ACCESS KEY SECRET m_secret)
           WITH (VALIDATE = true)""",
                  "AWS connection 'm': checking its credentials with STS failed: cannot reach http://127.0.0.1:9",

@@ -3,6 +3,8 @@
 changes them fails there, loudly, rather than in a sink."""
 from __future__ import annotations
 
+import logging
+import os
 import pickle
 from typing import Iterator
 
@@ -18,6 +20,25 @@ from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update.snapshot import _OverwriteFiles, _SnapshotProducer
 
 PINNED_MINOR = (0, 12)
+# pyiceberg.catalog.delete_files's warning when a file it tidies cannot be deleted
+METADATA_NOT_DELETED = "Failed to delete metadata file "
+
+
+class _GoneAlready(logging.Filter):
+    """After a commit, pyiceberg deletes the metadata files that dropped out of the table's log, as seen from the
+    table the commit was planned on. When the housekeeping thread's expiry committed in between, it deleted some of
+    them already, and the warning would report a failure that left nothing behind: it is dropped for local files
+    that no longer exist (an object store's delete of a missing key succeeds, and warns of nothing)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if not message.startswith(METADATA_NOT_DELETED):
+            return True
+        path = message.removeprefix(METADATA_NOT_DELETED)
+        return not path.startswith("file://") or os.path.exists(path.removeprefix("file://"))
+
+
+logging.getLogger("pyiceberg.catalog").addFilter(_GoneAlready())
 
 
 def table_context(table) -> tuple[str, dict, str]:

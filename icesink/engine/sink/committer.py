@@ -156,19 +156,20 @@ class Committer:
 
     def expire_snapshots(self) -> None:
         """Expires all but the KEEP_SNAPSHOTS newest snapshots, never the one holding this sink's progress, then
-        deletes the files that only the expired ones referenced."""
-        table = self.load_table()
-        progress = latest_progress(table, self.sink_id)
-        snapshots = sorted(table.metadata.snapshots, key=lambda s: s.timestamp_ms)
-        old = [s.snapshot_id for s in snapshots[:-KEEP_SNAPSHOTS]
-               if progress is None or s.snapshot_id != progress.snapshot_id]
-        if not old:
-            return
-        try:
-            with self._committing:
+        deletes the files that only the expired ones referenced. The table is loaded under the commit lock: expiry
+        planned on a table a batch has committed to since would tidy metadata files that batch already removed."""
+        with self._committing:
+            table = self.load_table()
+            progress = latest_progress(table, self.sink_id)
+            snapshots = sorted(table.metadata.snapshots, key=lambda s: s.timestamp_ms)
+            old = [s.snapshot_id for s in snapshots[:-KEEP_SNAPSHOTS]
+                   if progress is None or s.snapshot_id != progress.snapshot_id]
+            if not old:
+                return
+            try:
                 table.maintenance.expire_snapshots().by_ids(old).commit()
-        except CommitFailedException:
-            return  # another writer committed meanwhile: the next round expires them
+            except CommitFailedException:
+                return  # another writer committed meanwhile: the next round expires them
         self._delete_retired(table.io, [s.snapshot_id for s in snapshots], old)
 
     def _delete_retired(self, io, listed: list[int], expired: list[int]) -> None:
