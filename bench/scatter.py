@@ -5,10 +5,10 @@
 
 For each table size and mode, the table is filled (one batch holding every key, as a sink's first batch), then, for
 each rate, `--batches` batches of rate x interval changes each go through the sink's own writer and committer (and,
-in merge-on-read, the fold that follows each batch), the changed keys spread over the whole key space (key = i x a
+in merge-on-read, the fold that follows each batch, which may take up what is left of the interval), the changed keys spread over the whole key space (key = i x a
 large odd stride mod rows, so consecutive changes land far apart). The batches run back to back and the clock of a
 processing-time trigger is simulated: a change made at a uniformly random moment of an interval waits for the next
-trigger (or for the batch before it to end), then for its batch, so freshness = commit end - change time; the idle
+trigger (or for the batch before it to end), then for its batch, so freshness = commit end - change time (a fold comes after the commit); the idle
 waits a real trigger would have are not spent. Streaming's own overhead per batch (well under 0.1 s) is not in it.
 
 `--long N`: N batches at the first rate into a `--long-rows` table in merge-on-read, reporting the worst batch
@@ -60,6 +60,8 @@ class Bench:
         self.writer = writer_for(descriptor.writer, [c.name for c in COLUMNS], ["id"], True, str(directory / "state"))
         self.offset = 0
         self.changed = 0  # changes made so far, so each batch moves on through the permutation
+        self.interval = 5.0  # COMMIT INTERVAL: a fold may take up the time left of it
+        self.commits: list[float] = []  # of each batch, the seconds until its commit
         self.folds: list[float] = []  # of each batch, the seconds its fold took
 
     def changes(self, count: int, first: bool = False):
@@ -84,24 +86,26 @@ class Bench:
         self.committer.expire_later()
         folding = time.perf_counter()
         if hasattr(self.writer, "plan_fold"):
-            self.committer.fold(lambda table: self.writer.plan_fold(self.spark, table, count))
+            left = self.interval - (folding - started)
+            self.committer.fold(lambda table: self.writer.plan_fold(self.spark, table, count, left))
         ended = time.perf_counter()
+        self.commits.append(folding - started)
         self.folds.append(ended - folding)
         return ended - started
 
 
-def simulate(durations: list[float], interval: float, seed: int = 7) -> list[float]:
+def simulate(durations: list[float], commits: list[float], interval: float, seed: int = 7) -> list[float]:
     """Freshness of changes made uniformly over time under Spark's processing-time trigger: a batch starts at the
-    interval boundary after the previous batch's start, or at its end if it ran past it, and holds the changes made
-    since the previous batch started. (Each batch here holds rate x interval changes whatever its window; when
-    batches run past the interval, a real sink's would grow, so the figure is then a floor: `run` says so.)"""
+    interval boundary after the previous batch's start, or at its end (fold included) if it ran past it, holds the
+    changes made since the previous batch started, and makes them visible when it commits, before it folds. (Each
+    batch here holds rate x interval changes whatever its window; when batches run past the interval, a real sink's
+    would grow, so the figure is then a floor: `run` says so.)"""
     import random
 
     rng, start, previous, fresh = random.Random(seed), 0.0, -interval, []
-    for duration in durations:
-        end = start + duration
-        fresh += [end - rng.uniform(previous, start) for _ in range(200)]
-        previous, start = start, max(end, start - start % interval + interval)
+    for duration, commit in zip(durations, commits):
+        fresh += [start + commit - rng.uniform(previous, start) for _ in range(200)]
+        previous, start = start, max(start + duration, start - start % interval + interval)
     return fresh
 
 
@@ -109,14 +113,18 @@ def run(spark, rows: int, mode: str, rates: list[int], interval: float, batches:
     directory = Path(tempfile.mkdtemp(prefix="icesink-scatter-"))
     try:
         bench = Bench(spark, directory, rows, mode)
+        bench.interval = interval
         fill = bench.batch(rows, first=True)
         files = len(bench.load().inspect.files())
         print(f"{rows:>11,} rows  {mode:<14} filled in {fill:.1f}s ({files} files)", flush=True)
         for rate in rates:
             bench.folds.clear()
+            bench.commits.clear()
             durations = [bench.batch(int(rate * interval)) for _ in range(batches)]
-            fresh = simulate(durations, interval)
-            folded = f", fold p50 {statistics.median(bench.folds):.2f}s of it" if mode == "merge-on-read" else ""
+            fresh = simulate(durations, bench.commits, interval)
+            folded = (f" (to its commit p50 {statistics.median(bench.commits):.2f}s p95 "
+                      f"{percentile(bench.commits, 0.95):.2f}s, then its fold p50 {statistics.median(bench.folds):.2f}s)"
+                      if mode == "merge-on-read" else "")
             behind = " - falls behind: batches outlast the interval" if max(durations) > interval else ""
             print(f"{rows:>11,} rows  {mode:<14} {rate:>7,} changes/s: batch p50 {statistics.median(durations):.2f}s "
                   f"p95 {percentile(durations, 0.95):.2f}s{folded}  freshness p95 {percentile(fresh, 0.95):.1f}s "
@@ -139,13 +147,19 @@ def long_run(spark, rows: int, rate: int, interval: float, batches: int) -> None
     directory = Path(tempfile.mkdtemp(prefix="icesink-scatter-long-"))
     try:
         bench = Bench(spark, directory, rows, "merge-on-read")
+        bench.interval = interval
         bench.batch(rows, first=True)
+        bench.commits.clear()
         durations = [bench.batch(int(rate * interval)) for _ in range(batches)]
         table = bench.load()
         summary = table.current_snapshot().summary
+        commits = bench.commits
         print(f"long run: {batches} batches of {int(rate * interval):,} scattered changes into {rows:,} rows "
-              f"(merge-on-read): batch median {statistics.median(durations):.2f}s, worst {max(durations):.2f}s "
-              f"({max(durations) / statistics.median(durations):.2f}x the median); then {summary['total-data-files']} "
+              f"(merge-on-read): batch with its fold median {statistics.median(durations):.2f}s, worst "
+              f"{max(durations):.2f}s ({max(durations) / statistics.median(durations):.2f}x the median); to its "
+              f"commit median {statistics.median(commits):.2f}s, worst {max(commits):.2f}s "
+              f"({max(commits) / statistics.median(commits):.2f}x); freshness p95 "
+              f"{percentile(simulate(durations, commits, interval), 0.95):.1f}s; then {summary['total-data-files']} "
               f"data files, {summary['total-delete-files']} delete files, {summary['total-position-deletes']} "
               "position deletes", flush=True)
         worn = min(scan_seconds(table.metadata_location) for _ in range(3))

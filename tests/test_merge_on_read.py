@@ -135,3 +135,51 @@ def test_a_files_delete_files_are_merged_when_they_gather(session, scheduler):
     table = iceberg_table(session, "items_lake")
     assert max(len(files) for files in live_files(table)[1].values()) < 4
     assert int(table.current_snapshot().summary["total-position-deletes"]) == sum(1 for _, n in expected if n)
+
+
+def test_a_fold_takes_up_the_time_left_before_the_next_batch(spark, tmp_path):
+    """A batch rewrites at least its floor of worn rows (FOLD ROWS PER BATCH, or 4 rows per change); with time left
+    before the next batch is due, it rewrites as many more as the pace of its earlier folds fits in that time, so
+    the deletes readers apply go down faster, and the next batch does not start later."""
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyspark.sql import functions as F
+
+    from icesink.engine.sink.committer import Committer
+    from icesink.engine.sink.table import ensure_table
+    from icesink.engine.sink.writers import writer_for
+    from icesink.engine.sources.engine_table import DIFF, TS
+    from icesink.model.descriptors import FoldPolicy, SinkDescriptor
+    from icesink.model.frontier import OFFSET, Offset
+    from icesink.model.types import Column
+
+    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
+    columns = (Column("id", "bigint", False), Column("v", "bigint"))
+    descriptor = SinkDescriptor("u0", "u0", "n", "t", "upsert", 1000, ("id",), True, True, (), columns, None,
+                                "merge-on-read")
+    ensure_table(catalog, descriptor, "u1")
+    committer = Committer(lambda: catalog.load_table(descriptor.identifier), "u1", 1)
+    writer = writer_for("merge-on-read", ["id", "v"], ["id"], True, str(tmp_path / "state"),
+                        FoldPolicy(threshold=0.05, small_files=1000, rows_per_batch=1))
+    offset = 0
+
+    def batch(ids, value):
+        nonlocal offset
+        frame = spark.createDataFrame([(i, value, offset + n + 1) for n, i in enumerate(ids)],
+                                      f"id bigint, v bigint, {OFFSET} bigint").select(
+            "*", F.lit(1).alias(DIFF), F.lit(0).cast("bigint").alias(TS))
+        committer.commit(Offset(offset), lambda table, after: writer.plan(frame, table, after))
+        offset += len(ids)
+
+    for part in range(4):  # files of 1,000 keys or fewer
+        batch(range(part * 1000, (part + 1) * 1000), 0)
+    batch(range(0, 4000, 10), 1)  # 10% of each file's rows deleted: all worn
+    table = committer.load_table()
+    worn = {task.file.file_path for task in table.scan().plan_files() if task.delete_files}
+
+    def rewritten(seconds):
+        removed, added, _ = writer.plan_fold(spark, table, 100, seconds)
+        return {f.file_path for f in removed if f.content.value == 0}, sum(f.record_count for f in added)
+    floor, _ = rewritten(0.0)  # no pace known yet: the floor, 400 rows
+    assert len(worn) >= 4 and floor < worn
+    writer.fold_pace = 1000.0  # rows a second: 5 s left fit all 4,000 (it plans on using 80% of them)
+    assert rewritten(5.0) == (worn, 3600)

@@ -325,9 +325,10 @@ class PartitionField:
 @dataclass(frozen=True)
 class FoldPolicy:
     """How a merge-on-read sink folds deletes (WITH (FOLD …)): a data file is rewritten once `threshold` of its rows
-    are deleted, small files once `small_files` of them have gathered, at most max(`rows_per_batch`, 4 × its
-    changes) rows after a batch; `rows_per_batch` 0 folds nothing."""
-    threshold: float = 0.2
+    are deleted, small files once `small_files` of them have gathered, at least max(`rows_per_batch`, 4 × its
+    changes) rows after a batch when there are, more when the time left before the next batch allows;
+    `rows_per_batch` 0 folds nothing."""
+    threshold: float = 0.05
     small_files: int = 16
     rows_per_batch: int = 500_000
 

@@ -160,5 +160,6 @@ class SinkRunner:
             self.committer.expire_later()
             plan_fold = getattr(self.writer, "plan_fold", None)
             if plan_fold is not None:
-                self.committer.fold(lambda table: plan_fold(self.spark, table, files.rows))
+                left = self.descriptor.commit_interval_ms / 1000 - (time.time() - started)
+                self.committer.fold(lambda table: plan_fold(self.spark, table, files.rows, left))
 

@@ -5,6 +5,7 @@ batch's cost follows its changes, wherever in the key space they fall; the table
 key and file. Executors locate, write and delete; the driver lists the live files and commits."""
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 
@@ -28,10 +29,12 @@ from .base import (DEFAULT_TARGET_FILE_BYTES, RESULT_SCHEMA, BatchFiles, collect
 from .upsert import PID, _latest, _violations
 
 
-# Folding (the sink's FoldPolicy says when): rows rewritten per batch at most, per change of the batch (so folding
-# keeps pace with the changes), and per task
+# Folding (the sink's FoldPolicy says when): rows a batch may rewrite whatever time is left, per change of the batch
+# (so folding keeps pace with the changes), and rows per task
 FOLD_ROWS_PER_CHANGE = 4
 FOLD_ROWS_PER_TASK = 1_000_000
+# of the time left before the next batch is due, the share a fold plans to use at the pace of the folds before it
+FOLD_SHARE_OF_SLACK = 0.8
 # a data file that keeps its rows but has gathered this many delete files (a batch adds one per task that deletes
 # in it) has them merged into one: readers open every delete file, and many small ones cost more than their rows
 MERGE_DELETE_FILES_AT = 4
@@ -44,6 +47,7 @@ class MergeOnReadWriter:
                  fold: FoldPolicy = FoldPolicy()):
         self.columns, self.key, self.enforced, self.policy = columns, key, enforced, fold
         self.index_dir = str(Path(state_dir) / "keys")
+        self.fold_pace: float | None = None  # rows per second the folds so far rewrote
 
     def plan(self, changes: DataFrame, table, after) -> BatchFiles:
         if table.metadata.format_version < 2:
@@ -70,27 +74,35 @@ class MergeOnReadWriter:
                        self.index_dir, type(after).reach)
         return collect(changed.mapInArrow(merge, from_arrow_schema(RESULT_SCHEMA)))
 
-    def plan_fold(self, spark, table, changes: int) -> tuple[list, list, list] | None:
+    def plan_fold(self, spark, table, changes: int, seconds: float = 0.0) -> tuple[list, list, list] | None:
         """Folding, a slice after each batch: data files with the policy's threshold of their rows deleted, and
         small files once enough have gathered, are rewritten with their live rows only, sorted by key, and their
-        delete files go with them; at most max(rows_per_batch, FOLD_ROWS_PER_CHANGE × the batch's changes) rows a
-        batch, so a batch's time never jumps by a step that follows the table's size, and folding keeps pace with
-        the changes. Data files left as they are but with MERGE_DELETE_FILES_AT delete files or more have those
-        merged into one. Returns (files to remove, data files to add, delete files to add), or None when nothing
-        needs it."""
+        delete files go with them. A batch rewrites max(rows_per_batch, FOLD_ROWS_PER_CHANGE × its changes) rows,
+        or more when `seconds` (the time left before the next batch is due) allows at the pace of earlier folds:
+        folding keeps pace with the changes, takes up idle time rather than delaying the next batch, and a batch's
+        time never jumps by a step that follows the table's size. Data files left as they are but with
+        MERGE_DELETE_FILES_AT delete files or more have those merged into one. Returns (files to remove, data files
+        to add, delete files to add), or None when nothing needs it."""
         policy = self.policy
         if not policy.rows_per_batch:
             return None
         data, deletes = live_files(table)
         live = [f for f, _ in data]
-        target = int(table.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES))
         deleted = {f.file_path: sum(d.record_count for d in deletes.get(f.file_path, ())) for f in live}
         worn = sorted((f for f in live if deleted[f.file_path] >= policy.threshold * f.record_count),
                       key=lambda f: -deleted[f.file_path] / max(1, f.record_count))
-        small = sorted((f for f in live if f.file_size_in_bytes < target // 4 and f not in worn),
+        # small beside a file of the target size: the target counts bytes in memory, so a file written at it is
+        # smaller on disk, compressed, and the largest file on disk stands for it
+        target = int(table.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES))
+        full = min(target, max((f.file_size_in_bytes for f in live), default=0))
+        small = sorted((f for f in live if f.file_size_in_bytes < full // 4 and f not in worn),
                        key=lambda f: f.file_size_in_bytes)
-        chosen = worn + (small if len(small) >= policy.small_files else [])
-        budget, picked, rows = max(policy.rows_per_batch, FOLD_ROWS_PER_CHANGE * changes), [], 0
+        # gathered small files first: a batch's new rows make some every batch, and behind worn files, which can
+        # take the whole budget, they would pile up
+        chosen = (small if len(small) >= policy.small_files else []) + worn
+        budget = max(policy.rows_per_batch, FOLD_ROWS_PER_CHANGE * changes,
+                     int(FOLD_SHARE_OF_SLACK * seconds * (self.fold_pace or 0)))
+        picked, rows = [], 0
         for data_file in chosen:
             if picked and rows + data_file.record_count > budget:
                 break
@@ -122,8 +134,11 @@ class MergeOnReadWriter:
                 group, size = [], 0
         groups += [group] if group else []
         rewrite = _rewrite(*context, self.key)
+        started = time.monotonic()
         added = [received(row) for row in
                  spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(rewrite).collect()]
+        pace = rows / max(time.monotonic() - started, 1e-3)
+        self.fold_pace = pace if self.fold_pace is None else (self.fold_pace + pace) / 2
         removed += picked + [d for f in picked for d in deletes.get(f.file_path, ())]
         return removed, added, merged
 
