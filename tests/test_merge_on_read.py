@@ -183,3 +183,15 @@ def test_a_fold_takes_up_the_time_left_before_the_next_batch(spark, tmp_path):
     assert len(worn) >= 4 and floor < worn
     writer.fold_pace = 1000.0  # rows a second: 5 s left fit all 4,000 (it plans on using 80% of them)
     assert rewritten(5.0) == (worn, 3600)
+
+    # The key index learns each file as it is written, and forgets the files that are gone: after the fold lands
+    # and a batch follows, it holds exactly the live files, each already indexed when the batch began.
+    from icesink.engine.sink.key_index import KeyIndex
+
+    index = KeyIndex(tmp_path / "state" / "keys", ["id"])
+    committer.fold(lambda table: writer.plan_fold(spark, table, 100, 5.0))
+    folded = {task.file.file_path for task in committer.load_table().scan().plan_files()}
+    assert all(index._path(f).exists() for f in folded)
+    batch([1, 2], 2)
+    live = {task.file.file_path for task in committer.load_table().scan().plan_files()}
+    assert {p.name for p in index.directory.iterdir()} == {index._path(f).name for f in live}

@@ -57,15 +57,31 @@ class KeyIndex:
         import pyarrow.parquet as pq
 
         with io.new_input(data_file).open() as stream:
-            keys = pq.read_table(stream, columns=self.key)
-        keys = keys.append_column(POS, pa.array(np.arange(keys.num_rows, dtype=np.int32)))
+            self.add(data_file, pq.read_table(stream, columns=self.key))
+        return ipc.open_file(pa.memory_map(str(path))).read_all()
+
+    def add(self, data_file: str, keys: pa.Table) -> None:
+        """Indexes `data_file` from its key columns (`keys`, in the file's row order): the writer that has just
+        written it does, so that the next batch finds its index ready rather than reading the file for it."""
+        keys = keys.select(self.key).append_column(POS, pa.array(np.arange(keys.num_rows, dtype=np.int32)))
         keys = keys.sort_by([(k, "ascending") for k in self.key])  # written sorted by the writers: cheap
         self.directory.mkdir(parents=True, exist_ok=True)
+        path = self._path(data_file)
         partial = path.with_suffix(f".{uuid.uuid4().hex}.tmp")  # executors may build the same index at once
         with pa.OSFile(str(partial), "wb") as sink, ipc.new_file(sink, keys.schema) as writer:
             writer.write_table(keys.combine_chunks())
         os.replace(partial, path)
-        return ipc.open_file(pa.memory_map(str(path))).read_all()
+
+    def keep_only(self, data_files: list[str]) -> None:
+        """Deletes the indexes of files that are no longer live (rewritten by a fold or a copy-on-write batch, or
+        written by an attempt that did not land): called before a batch's tasks run, when no index is being
+        written, else the directory would grow by every file the sink ever wrote."""
+        if not self.directory.is_dir():
+            return
+        live = {self._path(f).name for f in data_files}
+        for entry in os.scandir(self.directory):
+            if entry.name not in live:
+                Path(entry.path).unlink(missing_ok=True)
 
     def locate(self, files: list[tuple[str, int]], keys: pa.Table, io) -> dict[str, np.ndarray]:
         """For `keys` (an Arrow table of the key columns, each key once), the position of each key's newest row,

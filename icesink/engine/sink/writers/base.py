@@ -66,14 +66,19 @@ def conform(rows, schema):
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def write(metadata, io, rows):
-    """Result rows for the data files holding `rows`, cut into files of the table's target size."""
+def write(metadata, io, rows, index=None):
+    """Result rows for the data files holding `rows`, cut into files of the table's target size. `index`: a
+    KeyIndex that learns each file written, when the file holds its slice of `rows` in order (one file for it)."""
     if not rows.num_rows:
         return
     target = int(metadata.properties.get("write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES))
     per_file = max(1024, target * rows.num_rows // max(1, rows.nbytes))
     for start in range(0, rows.num_rows, per_file):
-        for data_file in write_data_files(metadata, rows.slice(start, per_file), io, uuid.uuid4()):
+        part = rows.slice(start, per_file)
+        written = list(write_data_files(metadata, part, io, uuid.uuid4()))
+        if index is not None and len(written) == 1 and written[0].record_count == part.num_rows:
+            index.add(written[0].file_path, part)
+        for data_file in written:
             yield {"kind": "added", "payload": shipped(data_file)}
 
 

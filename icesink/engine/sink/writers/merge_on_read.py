@@ -57,6 +57,7 @@ class MergeOnReadWriter:
         spark = changes.sparkSession
         live, _ = live_files(table)
         files = [(f.file_path, sequence) for f, sequence in live]
+        KeyIndex(self.index_dir, self.key).keep_only([path for path, _ in files])
         partitions = {f.file_path: (f.spec_id, f.partition) for f, _ in live}  # a delete file's partition is its
         # data files'
         tasks = max(spark.sparkContext.defaultParallelism, changes.rdd.getNumPartitions())
@@ -133,7 +134,7 @@ class MergeOnReadWriter:
                 groups.append(group)
                 group, size = [], 0
         groups += [group] if group else []
-        rewrite = _rewrite(*context, self.key)
+        rewrite = _rewrite(*context, self.key, self.index_dir)
         started = time.monotonic()
         added = [received(row) for row in
                  spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(rewrite).collect()]
@@ -159,14 +160,15 @@ def _merge_deletes(metadata_json, io_properties, location):
     return merge
 
 
-def _rewrite(metadata_json, io_properties, location, key):
-    """An executor function: groups of FileScanTasks in, the pickled DataFiles of their live rows out."""
+def _rewrite(metadata_json, io_properties, location, key, index_dir):
+    """An executor function: groups of FileScanTasks in, the pickled DataFiles of their live rows out (indexed)."""
     def rewrite(groups):
         metadata, io = executor_context(metadata_json, io_properties, location)
         schema = metadata.schema().as_arrow()
+        index = KeyIndex(index_dir, key)
         for tasks in groups:
             rows = conform(scan(metadata, io).to_table(tasks), schema).sort_by([(k, "ascending") for k in key])
-            for fact in write(metadata, io, rows):
+            for fact in write(metadata, io, rows, index):
                 yield fact["payload"]
     return rewrite
 
@@ -210,9 +212,10 @@ def _merge(metadata_json, io_properties, location, key, columns, enforced, files
             return
         latest = _latest(changes, key)
         rows = conform(latest.select(columns), metadata.schema().as_arrow())
-        located = KeyIndex(index_dir, key).locate(files, rows.select(key), io)
+        index = KeyIndex(index_dir, key)
+        located = index.locate(files, rows.select(key), io)
         upserts = rows.filter(pc.greater(latest[DIFF], 0))
-        found.extend(write(metadata, io, upserts.sort_by([(k, "ascending") for k in key])))
+        found.extend(write(metadata, io, upserts.sort_by([(k, "ascending") for k in key]), index))
         found.extend(_write_deletes(metadata, io, located, partitions))
         yield facts(found)
     return merge
