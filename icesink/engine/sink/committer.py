@@ -176,17 +176,12 @@ class Committer:
         """Deletes the files that only expired snapshots referenced: those a commit removed, once the commit's
         snapshot is the oldest kept (or is gone itself). `listed`: the table's snapshots, oldest first, when the
         expiry loaded it; a commit after that (this sink's next batch) keeps its files."""
-        kept = [s for s in listed if s not in expired]
-        with self._committing:
-            retired, self._retired = self._retired, []
-        still = []
-        for snapshot_id, paths in retired:
-            if snapshot_id in kept[1:] or snapshot_id not in listed:
-                still.append((snapshot_id, paths))
-            else:
-                _delete(io, paths, self.sink_id)
-        with self._committing:
-            self._retired[:0] = still
+        newer_kept = [s for s in listed if s not in expired][1:]
+        with self._committing:  # sorted under the lock, deleted outside it: a batch does not wait for the store
+            doomed = [r for r in self._retired if r[0] in listed and r[0] not in newer_kept]
+            self._retired = [r for r in self._retired if r not in doomed]
+        for _, paths in doomed:
+            _delete(io, paths, self.sink_id)
 
 
 def _delete(io, paths: list[str], sink_id: str) -> None:
