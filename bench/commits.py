@@ -45,7 +45,7 @@ def main() -> None:
     directory = Path(tempfile.mkdtemp(prefix="icesink-commits-"))
     catalog = SqlCatalog("bench", uri=f"sqlite:///{directory}/catalog.db", warehouse=f"file://{directory}")
     ensure_table(catalog, SinkDescriptor("u0", "u0", "bench", "t", "append", 1000,
-                                         columns=(Column("id", "bigint"), Column("v", "text"))))
+                                         columns=(Column("id", "bigint"), Column("v", "text"))), "u1")
     committer = Committer(lambda: catalog.load_table(("bench", "t")), "u1", 1)
     hot: list = []  # upsert: the file the previous commit wrote
 
@@ -61,7 +61,7 @@ def main() -> None:
             replaced = {f.file_path for f in hot}
             removed = [task.file for task in table.scan().plan_files() if task.file.file_path in replaced]
         hot[:] = added
-        return BatchFiles(removed, added, args.rows, [{"offset": after + args.rows}], 0)
+        return BatchFiles(removed, added, rows=args.rows, reaches=[{"offset": after + args.rows}], newest_ts=0)
 
     for n in range(COLD_FILES if args.mode == "upsert" else 0):
         committer.commit(Offset(n * args.rows), plan)
@@ -70,7 +70,6 @@ def main() -> None:
     for n in range(start, start + args.commits):
         started = time.perf_counter()
         committer.commit(Offset(n * args.rows), plan)
-        committer.expire_later()
         latencies.append(time.perf_counter() - started)
     table = catalog.load_table(("bench", "t"))
     first, last = statistics.median(latencies[:20]), statistics.median(latencies[-20:])

@@ -83,7 +83,6 @@ class Bench:
         started = time.perf_counter()
         self.committer.commit(Offset(self.offset - count),
                               lambda table, after: self.writer.plan(frame, table, after))
-        self.committer.expire_later()
         folding = time.perf_counter()
         if hasattr(self.writer, "plan_fold"):
             left = self.interval - (folding - started)

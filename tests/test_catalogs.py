@@ -304,7 +304,7 @@ def test_files_of_expired_snapshots_are_deleted_from_s3(session, scheduler, seaw
     s3 = boto3.client("s3", endpoint_url=seaweed.s3_endpoint, region_name="us-east-1",
                       aws_access_key_id=SEAWEED_KEY, aws_secret_access_key=SEAWEED_SECRET)
 
-    def expired():  # the expiry runs on the housekeeping thread, after the batch that asked for it
+    def expired():  # the files are deleted on the housekeeping thread, after the commit that expired them
         table = iceberg_table(session, "orders_lake")
         referenced = {task.file.file_path for snapshot in table.metadata.snapshots
                       for task in table.scan(snapshot_id=snapshot.snapshot_id).plan_files()}

@@ -30,21 +30,6 @@ def test_the_private_signatures_are_the_ones_used():
                                                                            "row_filter"]
 
 
-def test_a_metadata_file_deleted_already_is_not_reported_as_left_behind(tmp_path, caplog):
-    """pyiceberg warns when it cannot delete an old metadata file; one the housekeeping thread's expiry deleted
-    first is gone, and saying it was not deleted would send a user looking for a leak that is not there."""
-    from pyiceberg.catalog import delete_files
-    from pyiceberg.io import load_file_io
-
-    kept = tmp_path / "0.metadata.json"  # a folder with a file in it: not deleted, and that failure is reported
-    kept.mkdir()
-    (kept / "x").write_text("{}")
-    with caplog.at_level("WARNING", logger="pyiceberg.catalog"):
-        delete_files(load_file_io({}, str(tmp_path)), {f"file://{tmp_path}/gone.metadata.json", f"file://{kept}"},
-                     "metadata")
-    assert [r.getMessage() for r in caplog.records] == [f"{internals.METADATA_NOT_DELETED}file://{kept}"]
-
-
 @pytest.fixture
 def table(tmp_path):
     catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path / 'c.db'}", warehouse=f"file://{tmp_path}")

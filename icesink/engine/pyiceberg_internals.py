@@ -3,8 +3,6 @@
 changes them fails there, loudly, rather than in a sink."""
 from __future__ import annotations
 
-import logging
-import os
 import pickle
 from typing import Iterator
 
@@ -17,28 +15,9 @@ from pyiceberg.manifest import (DataFile, DataFileContent, FileFormat, ManifestC
                                 ManifestEntryStatus, ManifestWriterV2)
 from pyiceberg.table.metadata import TableMetadataUtil
 from pyiceberg.table.snapshots import Operation
-from pyiceberg.table.update.snapshot import _OverwriteFiles, _SnapshotProducer
+from pyiceberg.table.update.snapshot import ExpireSnapshots, _OverwriteFiles, _SnapshotProducer
 
 PINNED_MINOR = (0, 12)
-# pyiceberg.catalog.delete_files's warning when a file it tidies cannot be deleted
-METADATA_NOT_DELETED = "Failed to delete metadata file "
-
-
-class _GoneAlready(logging.Filter):
-    """After a commit, pyiceberg deletes the metadata files that dropped out of the table's log, as seen from the
-    table the commit was planned on. When the housekeeping thread's expiry committed in between, it deleted some of
-    them already, and the warning would report a failure that left nothing behind: it is dropped for local files
-    that no longer exist (an object store's delete of a missing key succeeds, and warns of nothing)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if not message.startswith(METADATA_NOT_DELETED):
-            return True
-        path = message.removeprefix(METADATA_NOT_DELETED)
-        return not path.startswith("file://") or os.path.exists(path.removeprefix("file://"))
-
-
-logging.getLogger("pyiceberg.catalog").addFilter(_GoneAlready())
 
 
 def table_context(table) -> tuple[str, dict, str]:
@@ -165,10 +144,11 @@ def _counting_deletes(producer, summary, snapshot_properties):
         producer._added_data_files = added
 
 
-def commit_files(table, removed: list, added: list, properties: dict[str, str], deletes: list = ()) -> int:
+def commit_files(table, removed: list, added: list, properties: dict[str, str], deletes: list = (),
+                 expire: list[int] = ()) -> int:
     """One snapshot that removes `removed` and adds `added` DataFiles and `deletes` position delete files, with
-    `properties` in its summary: an overwrite when it removes files or adds deletes, else a merging append. Returns
-    the new snapshot's id."""
+    `properties` in its summary: an overwrite when it removes files or adds deletes, else a merging append. The
+    same commit expires the snapshots `expire`. Returns the new snapshot's id."""
     with table.transaction() as tx:
         if deletes:
             producer = _RowDelta(operation=Operation.OVERWRITE, transaction=tx, io=table.io,
@@ -183,7 +163,14 @@ def commit_files(table, removed: list, added: list, properties: dict[str, str], 
                 producer.delete_data_file(data_file)
             for data_file in added:
                 producer.append_data_file(data_file)
+        _expire(tx, expire)
     return table.current_snapshot().snapshot_id
+
+
+def _expire(tx, snapshot_ids: list[int]) -> None:
+    if snapshot_ids:
+        with ExpireSnapshots(tx).by_ids(snapshot_ids):
+            pass
 
 
 class _Replace(_SnapshotProducer):
@@ -238,12 +225,14 @@ class _Replace(_SnapshotProducer):
         return manifests
 
 
-def replace_files(table, removed: list, added: list, properties: dict[str, str], deletes: list = ()) -> int:
+def replace_files(table, removed: list, added: list, properties: dict[str, str], deletes: list = (),
+                  expire: list[int] = ()) -> int:
     """One 'replace' snapshot: `removed` data and delete files out, `added` data files and `deletes` delete files
-    (the same rows, the same deletions) in."""
+    (the same rows, the same deletions) in; the same commit expires the snapshots `expire`."""
     with table.transaction() as tx:
         with _Replace(tx, table.io, removed, added, properties, deletes):
             pass
+        _expire(tx, expire)
     return table.current_snapshot().snapshot_id
 
 

@@ -1,7 +1,8 @@
 """One batch, one snapshot: the commit protocol of docs/commit-protocol.md.
 
 Data files are written before the commit; an attempt that does not land has its files deleted, and so do files
-that only expired snapshots referenced. The commit itself re-reads the table,
+that only expired snapshots referenced. Old snapshots expire in the commits themselves, so no second writer of
+the table (a housekeeping thread) ever races a batch. The commit itself re-reads the table,
 recognises a batch that already landed, refuses to write behind a newer sink version or over a range
 someone else wrote, and commits with a requirement on the snapshot it planned against: on conflict it
 plans again rather than letting a library replay the write.
@@ -9,7 +10,6 @@ plans again rather than letting a library replay the write.
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -25,7 +25,7 @@ from .writers import BatchFiles
 
 log = logging.getLogger("icesink.sink")
 MAX_ATTEMPTS = 5
-KEEP_SNAPSHOTS = 10  # expiry keeps this many newest snapshots, the newest icesink one always among them
+KEEP_SNAPSHOTS = 10  # each commit expires all but this many newest snapshots, this sink's newest always kept
 FOLDED_BY = "icesink.folded-by"  # in a fold's summary: the sink whose files it rewrote
 
 
@@ -59,12 +59,8 @@ class Committer:
         self.load_table = load_table
         self.sink_id = sink_id
         self.version = version
-        self.commits = 0
         # (snapshot, files it removed): once no older snapshot is kept, nothing references those files
         self._retired: list[tuple[int, list[str]]] = []
-        # The expiry commits from the housekeeping thread: taken around each commit of this process to the table,
-        # so that the two never race (a batch that lost would plan again)
-        self._committing = threading.Lock()
 
     def resume_point(self, table=None) -> Optional[Progress]:
         """This sink's newest progress in `table` (loaded when not given); Fenced if a newer version wrote it."""
@@ -110,15 +106,14 @@ class Committer:
             properties = summary_properties(self.sink_id, self.version, upper,
                                             {"lower": after.to_json(), "upper": upper.to_json(),
                                              "rows": planned.rows})
+            expired = _expirable(table, None)  # the new snapshot holds this sink's progress
             try:
-                with self._committing:
-                    snapshot_id = commit_files(table, planned.removed, planned.added, properties, planned.deletes)
+                snapshot_id = commit_files(table, planned.removed, planned.added, properties, planned.deletes,
+                                           expired)
             except CommitFailedException as exc:
                 log.info("sink %s: commit attempt %d lost a race (%s); planning again", self.sink_id, attempt, exc)
                 continue
-            self.commits += 1
-            if planned.removed:
-                self._retire(snapshot_id, planned.removed)
+            self._retire(table, snapshot_id, planned.removed, expired)
             return Outcome(snapshot_id, False, upper, planned)
         raise CommitConflict(f"{MAX_ATTEMPTS} commit attempts in a row lost to concurrent commits")
 
@@ -127,61 +122,48 @@ class Committer:
         same rows and no progress: latest_progress passes over it. A fenced sink folds nothing; a rewrite that
         loses a race is dropped (its files deleted) and planned again after the next batch."""
         table = self.load_table()
-        self.resume_point(table)
+        progress = self.resume_point(table)
         planned = plan_fold(table)
         if planned is None:
             return None
         removed, added, deletes = planned
+        expired = _expirable(table, progress.snapshot_id if progress else None)
         try:
-            with self._committing:
-                snapshot_id = replace_files(table, removed, added, {FOLDED_BY: self.sink_id}, deletes)
+            snapshot_id = replace_files(table, removed, added, {FOLDED_BY: self.sink_id}, deletes, expired)
         except CommitFailedException as exc:
             log.info("sink %s: a fold lost a race (%s); it waits for the next batch", self.sink_id, exc)
             _delete(table.io, [f.file_path for f in added + deletes], self.sink_id)
             return None
-        self._retire(snapshot_id, removed)
+        self._retire(table, snapshot_id, removed, expired)
         log.info("sink %s: folded %d files into %d", self.sink_id, len(removed), len(added) + len(deletes))
         return snapshot_id
 
-    def _retire(self, snapshot_id: int, removed: list) -> None:
-        with self._committing:
+    def _retire(self, table, snapshot_id: int, removed: list, expired: list[int]) -> None:
+        """Notes the files the commit of `snapshot_id` to `table` removed, and hands to the housekeeping thread the
+        deletion of those that only the snapshots it expired referenced: the files a commit removed, once the
+        commit's snapshot is the oldest kept (or is gone itself). A store's deletes take time that follows their
+        number, and no batch waits for them."""
+        if removed:
             self._retired.append((snapshot_id, [f.file_path for f in removed]))
-
-    def expire_later(self) -> None:
-        """Every few commits, hands the expiry of old snapshots to the housekeeping thread: it loads the table,
-        commits and deletes files, each taking time that follows the table's history and its store, and no batch
-        waits for it (docs/commit-protocol.md)."""
-        if self.commits and not self.commits % KEEP_SNAPSHOTS:
-            housekeeping.later(("expire", self.sink_id, self.version), self.expire_snapshots)
-
-    def expire_snapshots(self) -> None:
-        """Expires all but the KEEP_SNAPSHOTS newest snapshots, never the one holding this sink's progress, then
-        deletes the files that only the expired ones referenced. The table is loaded under the commit lock: expiry
-        planned on a table a batch has committed to since would tidy metadata files that batch already removed."""
-        with self._committing:
-            table = self.load_table()
-            progress = latest_progress(table, self.sink_id)
-            snapshots = sorted(table.metadata.snapshots, key=lambda s: s.timestamp_ms)
-            old = [s.snapshot_id for s in snapshots[:-KEEP_SNAPSHOTS]
-                   if progress is None or s.snapshot_id != progress.snapshot_id]
-            if not old:
-                return
-            try:
-                table.maintenance.expire_snapshots().by_ids(old).commit()
-            except CommitFailedException:
-                return  # another writer committed meanwhile: the next round expires them
-        self._delete_retired(table.io, [s.snapshot_id for s in snapshots], old)
-
-    def _delete_retired(self, io, listed: list[int], expired: list[int]) -> None:
-        """Deletes the files that only expired snapshots referenced: those a commit removed, once the commit's
-        snapshot is the oldest kept (or is gone itself). `listed`: the table's snapshots, oldest first, when the
-        expiry loaded it; a commit after that (this sink's next batch) keeps its files."""
+        if not expired:
+            return
+        listed = [s.snapshot_id for s in sorted(table.metadata.snapshots, key=lambda s: s.timestamp_ms)]
         newer_kept = [s for s in listed if s not in expired][1:]
-        with self._committing:  # sorted under the lock, deleted outside it: a batch does not wait for the store
-            doomed = [r for r in self._retired if r[0] in listed and r[0] not in newer_kept]
-            self._retired = [r for r in self._retired if r not in doomed]
-        for _, paths in doomed:
-            _delete(io, paths, self.sink_id)
+        doomed = [r for r in self._retired if r[0] in listed and r[0] not in newer_kept]
+        self._retired = [r for r in self._retired if r not in doomed]
+        paths = [path for _, files in doomed for path in files]
+        if paths:
+            io, sink_id = table.io, self.sink_id
+            housekeeping.later(("delete", sink_id, self.version, snapshot_id), lambda: _delete(io, paths, sink_id))
+
+
+def _expirable(table, keep: Optional[int]) -> list[int]:
+    """The snapshots of `table` that a commit to it expires, so that KEEP_SNAPSHOTS are left with its own: the
+    oldest, never a branch's or a tag's head, nor `keep`."""
+    snapshots = sorted(table.metadata.snapshots, key=lambda s: s.timestamp_ms)
+    protected = {ref.snapshot_id for ref in table.metadata.refs.values()} | {keep}
+    return [s.snapshot_id for s in snapshots[:max(0, len(snapshots) + 1 - KEEP_SNAPSHOTS)]
+            if s.snapshot_id not in protected]
 
 
 def _delete(io, paths: list[str], sink_id: str) -> None:

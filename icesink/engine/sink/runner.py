@@ -157,7 +157,6 @@ class SinkRunner:
         self.lifecycle.running({"frontier": outcome.frontier.to_json(), "version": self.committer.version,
                                 "snapshot_id": outcome.snapshot_id})
         if not outcome.already_committed:
-            self.committer.expire_later()
             plan_fold = getattr(self.writer, "plan_fold", None)
             if plan_fold is not None:
                 left = self.descriptor.commit_interval_ms / 1000 - (time.time() - started)
