@@ -12,7 +12,7 @@ trigger (or for the batch before it to end), then for its batch, so freshness = 
 waits a real trigger would have are not spent. Streaming's own overhead per batch (well under 0.1 s) is not in it.
 
 `--long N`: N batches at the first rate into a `--long-rows` table in merge-on-read, reporting the worst batch
-against the median (N = 120 is ten minutes of 5 s commits), and the time DuckDB takes to scan the table then
+against the median, over the run and over each ten minutes of it (N = 120 is ten minutes of 5 s commits), and the time DuckDB takes to scan the table then
 against a copy of its rows written afresh (sorted by key, in files of the size icesink writes, no delete files). Prints figures; it is not a test.
 """
 from __future__ import annotations
@@ -153,11 +153,16 @@ def long_run(spark, rows: int, rate: int, interval: float, batches: int) -> None
         table = bench.load()
         summary = table.current_snapshot().summary
         commits = bench.commits
+        window = max(1, round(600 / interval))  # ten minutes of batches
+        worst = max(max(commits[i:i + window]) / statistics.median(commits[i:i + window])
+                    for i in range(0, max(1, len(commits) - window + 1), window))
+        late = sum(d > interval for d in durations)
         print(f"long run: {batches} batches of {int(rate * interval):,} scattered changes into {rows:,} rows "
               f"(merge-on-read): batch with its fold median {statistics.median(durations):.2f}s, worst "
               f"{max(durations):.2f}s ({max(durations) / statistics.median(durations):.2f}x the median); to its "
               f"commit median {statistics.median(commits):.2f}s, worst {max(commits):.2f}s "
-              f"({max(commits) / statistics.median(commits):.2f}x); freshness p95 "
+              f"({max(commits) / statistics.median(commits):.2f}x; in the worst ten minutes {worst:.2f}x its median); "
+              f"{late} batches with their fold outlasted the interval; freshness p95 "
               f"{percentile(simulate(durations, commits, interval), 0.95):.1f}s; then {summary['total-data-files']} "
               f"data files, {summary['total-delete-files']} delete files, {summary['total-position-deletes']} "
               "position deletes", flush=True)
