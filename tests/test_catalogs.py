@@ -128,10 +128,10 @@ def test_oauth2_client_credentials_on_the_wire(session):
         endpoint.requests.clear()
         session.execute(f"""CREATE SECRET bearer AS '{TokenEndpoint.TOKEN}';
             CREATE CONNECTION rest2 TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL '{endpoint.url}/api',
-              TOKEN = SECRET bearer, ACCESS DELEGATION = 'remote-signing')""")
+              TOKEN = SECRET bearer, ACCESS DELEGATION = 'vended-credentials')""")
         assert {r[0] for r in endpoint.requests} == {"GET"}  # a token is sent as it is, without an exchange
         assert {r[2]["Authorization"] for r in endpoint.requests} == {f"Bearer {TokenEndpoint.TOKEN}"}
-        assert {r[2]["X-Iceberg-Access-Delegation"] for r in endpoint.requests} == {"remote-signing"}
+        assert {r[2]["X-Iceberg-Access-Delegation"] for r in endpoint.requests} == {"vended-credentials"}
     finally:
         endpoint.stop()
 

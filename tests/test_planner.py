@@ -106,6 +106,12 @@ CASES = [
     ("CREATE CONNECTION a2 TO AWS (ASSUME ROLE SESSION NAME = 'x')", "ASSUME ROLE SESSION NAME requires ASSUME ROLE ARN"),
     ("CREATE CONNECTION a2 TO AWS (ACCESS KEY ID = 'A', SECRET ACCESS KEY = SECRET pw, ASSUME ROLE ARN = 'arn:x')", "ACCESS KEY ID and ASSUME ROLE ARN cannot be used together"),
     ("CREATE CONNECTION a2 TO AWS (REGION = 'x', REGION = 'y')", "AWS connection option REGION given more than once"),
+    # Materialize's rules (its planner's messages)
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 's3tablesrest', AWS CONNECTION = aws, WAREHOUSE = 'arn:aws:s3tables:eu-west-1:123456789012:bucket/b')",
+     "the S3 Tables bucket arn:aws:s3tables:eu-west-1:123456789012:bucket/b is in region eu-west-1, but AWS connection 'aws' is in region us-east-1: they must be in the same region"),
+    ("CREATE CONNECTION a2 TO AWS (REGION = 'us-east-1')", "an AWS connection must specify either ASSUME ROLE ARN or ACCESS KEY ID and SECRET ACCESS KEY"),
+    ("CREATE CONNECTION a2 TO AWS (ENDPOINT = 'http://127.0.0.1:9000')", "an AWS connection must specify either ASSUME ROLE ARN or ACCESS KEY ID and SECRET ACCESS KEY"),
+    ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'rest', URL = 'u', ACCESS DELEGATION = 'remote-signing')", "Iceberg catalog connection option ACCESS DELEGATION must be one of 'vended-credentials', not 'remote-signing'"),
     ("CREATE CONNECTION c2 TO ICEBERG CATALOG (URL = 'http://x')", "an Iceberg catalog connection needs CATALOG TYPE ('rest', 's3tablesrest', 'glue' or 'local')"),
     ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'hive')", "Iceberg catalog connection option CATALOG TYPE must be one of 'rest', 's3tablesrest', 'glue', 'local', not 'hive'"),
     ("CREATE CONNECTION c2 TO ICEBERG CATALOG (CATALOG TYPE = 'rest')", "CATALOG TYPE 'rest' requires URL"),
@@ -192,6 +198,33 @@ def test_errors_point_at_the_offending_element(planned):
     assert error.position.line_text[error.position.caret - 1:].startswith("hour(day)")
     error = error_of(planned, "SELECT 1;\nCREATE TABLE x (\n  a int,\n  b strang\n)")
     assert (error.position.line, error.position.column, error.position.statement) == (4, 5, 2)
+
+
+def test_an_s3_tables_bucket_is_reached_in_its_own_region(planned):
+    """An AWS connection without a REGION reaches an S3 Tables bucket through the bucket's region, which its ARN
+    names: its endpoint, and the region requests are signed for."""
+    from icesink.catalog_connections import connector_for
+
+    planned.execute("""CREATE CONNECTION anywhere TO AWS (ACCESS KEY ID = 'AKIDEXAMPLE', SECRET ACCESS KEY = SECRET pw);
+        CREATE CONNECTION tables TO ICEBERG CATALOG (CATALOG TYPE = 's3tablesrest', AWS CONNECTION = anywhere,
+          WAREHOUSE = 'arn:aws:s3tables:eu-west-1:123456789012:bucket/b') WITH (VALIDATE = false)""")
+    properties = connector_for(planned.catalog.get("tables"), planned.executor.secret_value,
+                               planned.catalog).catalog_properties()
+    assert properties["uri"] == "https://s3tables.eu-west-1.amazonaws.com/iceberg"
+    assert properties["rest.signing-region"] == properties["s3.region"] == "eu-west-1"
+
+
+def test_a_partition_field_may_not_take_a_columns_name(planned):
+    """Iceberg names `day(at)` at_day: a column of that name would collide with it in the table (Materialize refuses
+    it too), and only the derived name, not the column, would tell which is which."""
+    planned.execute("CREATE TABLE readings (id bigint NOT NULL, at timestamp, at_day date, PRIMARY KEY (id))")
+    error = error_of(planned, sink("KEY (id) PARTITION BY (day(at)) MODE UPSERT WITH (COMMIT INTERVAL '1s')",
+                                   input="readings"))
+    assert error.message == ("PARTITION BY day(at) makes the partition field at_day, which is also a column of "
+                             "'readings': Iceberg needs partition fields and columns to have different names")
+    assert error.position.line_text[error.position.caret - 1:].startswith("day(at)")
+    planned.execute(sink("KEY (id) PARTITION BY (at_day, month(at)) MODE UPSERT WITH (COMMIT INTERVAL '1s')",
+                         input="readings"))
 
 
 def test_key_rules_accept_what_is_unique(planned):

@@ -1,4 +1,5 @@
 """Secret values never reach the catalog, output, errors, logs, history or any file in the data directory."""
+import base64
 import os
 import stat
 import subprocess
@@ -14,7 +15,8 @@ from icesink.repl.shell import Repl
 from tests.conftest import ICESINK, cli_env
 
 VALUES = ["hunter2-PG-value", "s3cr3t-AWS-value", "oauth-CLIENT-value", "rotated-PG-value", "typo-SECRET-value",
-          "literal-TOKEN-value"]
+          "literal-TOKEN-value", "decoded-B64-value"]
+VALUES.append(base64.b64encode(VALUES[6].encode()).decode())  # as a script gives it: a value too
 
 
 def _run_everything(session, console):
@@ -27,6 +29,7 @@ def _run_everything(session, console):
     CREATE CONNECTION rest TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL 'http://x', CREDENTIAL = 'client:' || SECRET oauth,
         AWS CONNECTION = aws) WITH (VALIDATE = false);
     ALTER SECRET pg_pass AS '{VALUES[3]}';
+    CREATE SECRET b64 AS decode('{VALUES[7]}', 'base64');
     SHOW SECRETS;
     SHOW CREATE CONNECTION pg;
     SHOW REDACTED CREATE CONNECTION rest;
@@ -43,6 +46,9 @@ def _run_everything(session, console):
         f"CREATE CONNECTION bad TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL 'u', TOKEN '{VALUES[5]}')",  # TOKEN must be SECRET
         f"ALTER SECRET nothing AS '{VALUES[4]}'",
         f"CREATE CONNECTION p TO POSTGRES (HOST 'db', USER 'u', PASSWORD '{VALUES[5]}', PORT 0)",
+        f"CREATE SECRET swapped AS decode('base64', '{VALUES[7]}')",  # the format in the value's place
+        f"CREATE SECRET mangled AS decode('{VALUES[7]}!', 'base64')",
+        f"CREATE SECRET called AS encode('{VALUES[7]}', 'base64')",
     ]
     for sql in failing:
         with pytest.raises(icesink.IcesinkError) as info:
@@ -69,6 +75,36 @@ def test_no_value_in_any_file_or_output(data_dir, tmp_path):
     secret_files = list((data_dir / "secrets").iterdir())
     assert secret_files and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in secret_files)
     assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+
+
+@pytest.mark.parametrize("given, value", [
+    ("decode('c2VjcmV0LXZhbHVl', 'base64')", "secret-value"),
+    ("decode('c2Vj\ncmV0', 'BASE64')", "secret"),  # Postgres skips white space in base64
+    ("decode('736563726574', 'hex')", "secret"),
+    ("decode('a\\\\b\\101', 'escape')", "a\\bA"),
+    ("'plain'", "plain"),
+])
+def test_a_secret_is_given_as_a_string_or_decoded_once(session, given, value):
+    """Materialize's scripts give secrets as decode(…) too: evaluated when the statement runs, the secret holds the
+    decoded text."""
+    session.execute(f"CREATE SECRET s AS {given}")
+    assert session.executor.secret_value(session.catalog.get("s").id) == value
+    session.execute(f"ALTER SECRET s AS {given.replace('plain', 'other')}")
+    assert session.executor.secret_value(session.catalog.get("s").id) == value.replace("plain", "other")
+
+
+@pytest.mark.parametrize("given, message", [
+    ("decode('c2VjcmV0', 'rot13')", "decode() takes the format 'base64', 'escape' or 'hex' as its second argument"),
+    ("decode('c2VjcmV0!', 'base64')", "decode(): the value is not valid base64"),
+    ("decode('7g', 'hex')", "decode(): the value is not valid hex"),
+    ("decode('/w==', 'base64')", "the decoded secret is not UTF-8 text, which is what icesink keeps secrets as"),
+    ("md5('x', 'y')", "a secret's value is a string or decode(string, format), not md5()"),
+])
+def test_a_secret_that_cannot_be_decoded_is_refused_without_its_value(session, given, message):
+    with pytest.raises(icesink.IcesinkError) as info:
+        session.execute(f"CREATE SECRET s AS {given}")
+    assert info.value.message == message
+    assert "c2Vj" not in info.value.format() and "7g" not in info.value.format()
 
 
 def test_dropping_a_secret_removes_its_value(session):

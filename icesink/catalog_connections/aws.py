@@ -1,6 +1,7 @@
 """AWS connections: credentials for S3, Glue and S3 Tables, through boto3. Static keys (with a session token), or
 a role assumed through STS with the process's own credentials (boto3's default chain) and refreshed before it
-expires, or that default chain alone when neither is given. ENDPOINT points every service at an S3-compatible store or a test server."""
+expires; one of the two, as Materialize requires. ENDPOINT points every service at an S3-compatible store or a
+test server."""
 from __future__ import annotations
 
 import os
@@ -38,6 +39,9 @@ def check(given, end: int) -> None:
     rules.needs("ASSUME ROLE SESSION NAME", "ASSUME ROLE ARN")
     rules.needs("EXTERNAL ID", "ASSUME ROLE ARN")
     rules.excludes("ACCESS KEY ID", "ASSUME ROLE ARN")  # as in Materialize: a role is assumed with the engine's own
+    if "ACCESS KEY ID" not in given and "ASSUME ROLE ARN" not in given:
+        raise PlanError("an AWS connection must specify either ASSUME ROLE ARN or ACCESS KEY ID and SECRET ACCESS "
+                        "KEY", end)
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,8 @@ class AwsConnector(Connector):
         return self.options.endpoint
 
     def _base_credentials(self) -> AwsCredentials:
-        """The keys the connection names, else boto3's default chain (environment, profile, instance role)."""
+        """The keys the connection names, else (to assume its role with) boto3's default chain (environment,
+        profile, instance role)."""
         if self.options.access_key_id is not None:
             return AwsCredentials(self.value(self.options.access_key_id),
                                   self.value(self.options.secret_access_key),
@@ -82,9 +87,9 @@ class AwsConnector(Connector):
 
         found = boto3.Session(region_name=self.region).get_credentials()
         if found is None:
-            raise ConnectionInvalid(f"AWS connection '{self.name}': no credentials: give ACCESS KEY ID and SECRET "
-                                    "ACCESS KEY, or configure AWS's default credential chain (environment, profile "
-                                    "or instance role) for the icesink process")
+            raise ConnectionInvalid(f"AWS connection '{self.name}': no credentials to assume its role with: "
+                                    "configure AWS's default credential chain (environment, profile or instance "
+                                    "role) for the icesink process")
         frozen = found.get_frozen_credentials()
         return AwsCredentials(frozen.access_key, frozen.secret_key, frozen.token)
 

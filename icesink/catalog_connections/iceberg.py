@@ -10,6 +10,7 @@ applies at the next connect."""
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from pathlib import Path
 
@@ -28,7 +29,7 @@ OPTIONS = {
     "TOKEN": OptionSpec(("secret",)),
     "SCOPE": text(),
     "OAUTH2 SERVER URL": text(),
-    "ACCESS DELEGATION": text(choices=("vended-credentials", "remote-signing")),
+    "ACCESS DELEGATION": text(choices=("vended-credentials",)),  # Materialize's only one
     "AWS CONNECTION": OptionSpec(("object", "word")),
 }
 _REST_ONLY = ("CREDENTIAL", "TOKEN", "SCOPE", "OAUTH2 SERVER URL", "ACCESS DELEGATION")
@@ -126,9 +127,13 @@ class IcebergCatalogConnector(Connector):
 
     def _s3tablesrest_properties(self) -> dict[str, str]:
         aws = self.aws()
-        return {"type": "rest", "uri": self.options.url or S3_TABLES_URL.format(region=aws.region),
+        arn = re.match(r"^arn:aws[a-z-]*:s3tables:([a-z0-9-]+):", self.options.warehouse)
+        # the bucket's own region when the AWS connection names none (CREATE refused two that differ)
+        region = arn.group(1) if arn and not aws.options.region else aws.region
+        return {"type": "rest", "uri": self.options.url or S3_TABLES_URL.format(region=region),
                 "warehouse": self.options.warehouse, "rest.sigv4-enabled": "true", "rest.signing-name": "s3tables",
-                "rest.signing-region": aws.region, **aws.client_properties(), **self._s3_properties()}
+                **aws.client_properties(), **self._s3_properties(),
+                "rest.signing-region": region, "client.region": region, "s3.region": region}
 
     def _glue_properties(self) -> dict[str, str]:
         aws = self.aws()

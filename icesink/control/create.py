@@ -63,6 +63,8 @@ def plan_create_connection(binder: Binder, stmt: ast.CreateConnection, text: str
             stored[opts.snake(name)] = ConnectionRef(aws.id)
         else:
             stored[opts.snake(name)] = opts.stored_value(option, specs[name], resolve_secret)
+    if stored.get("catalog_type") == "s3tablesrest":
+        _check_s3_tables_region(binder, given)
     notices = []
     if stmt.connection_type == "iceberg-catalog" and stored["catalog_type"] == "local" and "warehouse" in stored:
         stored["warehouse"] = _local_warehouse(stored["warehouse"], given["WAREHOUSE"], binder, notices)
@@ -81,6 +83,22 @@ def plan_create_connection(binder: Binder, stmt: ast.CreateConnection, text: str
     descriptor = ConnectionDescriptor(stmt.connection_type, kind.stored(**stored), external_id, trust_policy)
     return CreatePlan("connection", stmt.connection_type, stmt.name.name, *_texts(stmt), descriptor,
                       tuple(dict.fromkeys(depends)), validate=validate, notices=notices)
+
+
+def _check_s3_tables_region(binder: Binder, given: dict) -> None:
+    """An S3 Tables bucket is reached through its region's endpoint, signed for that region: an AWS connection of
+    another region would be refused by AWS at the first request, so it is refused here (as Materialize does)."""
+    warehouse = opts.scalar(given["WAREHOUSE"])
+    arn = re.match(r"^arn:aws[a-z-]*:s3tables:([a-z0-9-]+):", warehouse)  # an S3-compatible store's may be
+    # another form
+    if arn is None:
+        return
+    aws = binder.connection(given["AWS CONNECTION"].value.name, "aws")
+    region = aws.descriptor.options.region
+    if region and region != arn.group(1):
+        raise PlanError(f"the S3 Tables bucket {warehouse} is in region {arn.group(1)}, but AWS connection "
+                        f"'{aws.name}' is in region {region}: they must be in the same region",
+                        given["WAREHOUSE"].value.pos)
 
 
 def _local_warehouse(warehouse: str, option: ast.Option, binder: Binder, notices: list[str]) -> str:

@@ -199,6 +199,12 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
         if stmt.mode == "append":
             columns.update({c.name: c for c in APPEND_COLUMNS})
         partition_spec = [check_partition_field(f, columns) for f in stmt.partition_by]
+        for field, written in zip(partition_spec, stmt.partition_by):
+            if field.transform != "identity" and field.name in columns:
+                written_as = f"{field.argument}, {field.column}" if field.argument is not None else field.column
+                raise PlanError(f"PARTITION BY {field.transform}({written_as}) makes the partition field "
+                                f"{field.name}, which is also a column of '{input_obj.name}': Iceberg needs "
+                                "partition fields and columns to have different names", written.transform.pos)
     else:
         partition_spec = [PartitionField(f.transform.value if f.transform else "identity", f.column.value, f.argument)
                           for f in stmt.partition_by]

@@ -7,6 +7,8 @@ starts and ends.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from functools import lru_cache
 from importlib import resources
@@ -189,3 +191,38 @@ class CompletionTracker:
                 break
             self.complete = _is_semicolon(lexeme)
         return self.complete
+
+
+DECODE_FORMATS = ("base64", "escape", "hex")
+
+
+def decode_bytes(text: str, form: str) -> bytes:
+    """Postgres's decode(text, form) (what CREATE SECRET … AS decode(…) evaluates). A ValueError says what is wrong
+    without quoting either argument: swapped, the format would be the secret."""
+    if form == "base64":
+        try:
+            return base64.b64decode(re.sub(r"\s", "", text), validate=True)
+        except binascii.Error:
+            raise ValueError("decode(): the value is not valid base64") from None
+    if form == "hex":
+        try:
+            return bytes.fromhex(text)
+        except ValueError:
+            raise ValueError("decode(): the value is not valid hex") from None
+    if form == "escape":
+        out, i = bytearray(), 0
+        while i < len(text):
+            if text[i] != "\\":
+                out += text[i].encode()
+                i += 1
+            elif text[i + 1:i + 2] == "\\":
+                out.append(92)
+                i += 2
+            elif re.fullmatch(r"[0-3][0-7]{2}", text[i + 1:i + 4]):
+                out.append(int(text[i + 1:i + 4], 8))
+                i += 4
+            else:
+                raise ValueError("decode(): the value has a backslash that is neither \\\\ nor \\ and three "
+                                 "octal digits")
+        return bytes(out)
+    raise ValueError("decode() takes the format 'base64', 'escape' or 'hex' as its second argument")

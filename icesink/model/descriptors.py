@@ -313,6 +313,11 @@ class PartitionField:
     column: str
     argument: Optional[int] = None
 
+    @property
+    def name(self) -> str:
+        """The partition field's name in the table's spec: the column's, with the transform after it."""
+        return self.column if self.transform == "identity" else f"{self.column}_{self.transform}"
+
     def to_json(self) -> dict:
         return {"transform": self.transform, "column": self.column,
                 **({"argument": self.argument} if self.argument is not None else {})}

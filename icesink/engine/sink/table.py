@@ -56,8 +56,7 @@ def partition_spec(sink: SinkDescriptor, schema: Schema) -> PartitionSpec:
     fields = []
     for i, entry in enumerate(sink.partition_by):
         source = schema.find_field(entry.column)
-        suffix = entry.transform if entry.transform != "identity" else ""
-        fields.append(PartitionField(source.field_id, 1000 + i, _transform(entry), f"{entry.column}_{suffix}".rstrip("_")))
+        fields.append(PartitionField(source.field_id, 1000 + i, _transform(entry), entry.name))
     return PartitionSpec(*fields)
 
 
