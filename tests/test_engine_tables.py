@@ -137,3 +137,39 @@ def test_numeric_values_compare_as_numbers(session):
     assert rows(session, "SELECT id FROM prices WHERE amount > id * 5 ORDER BY id") == [(1,), (3,)]
     assert rows(session, "SELECT min(amount), max(amount) FROM prices") == [("9.50", "100.00")]
     assert "duplicate" in error_of(session, "INSERT INTO prices VALUES (4, 10.0)").message.lower()
+
+
+@pytest.mark.parametrize("sql, expected", [
+    ("(SELECT x FROM a) UNION ALL (SELECT x FROM b) ORDER BY x", [(1,), (2,), (2,), (3,)]),
+    ("SELECT x FROM a UNION (SELECT x FROM b) ORDER BY x", [(1,), (2,), (3,)]),
+    ("(SELECT x FROM a UNION ALL SELECT x FROM b) UNION ALL (SELECT 7) ORDER BY x", [(1,), (2,), (2,), (3,), (7,)]),
+    ("SELECT x FROM ((SELECT x FROM a) INTERSECT (SELECT x FROM b)) s", [(2,)]),
+    ("SELECT ((SELECT max(x) FROM a))", [(2,)]),
+])
+def test_set_operations_take_parenthesized_operands(session, sql, expected):
+    """As Materialize's scripts write them, in queries and views."""
+    session.execute("CREATE TABLE a (x int); CREATE TABLE b (x int); INSERT INTO a VALUES (1), (2);"
+                    "INSERT INTO b VALUES (2), (3)")
+    assert rows(session, sql) == expected
+    session.execute(f"CREATE MATERIALIZED VIEW v AS {sql.split(' ORDER BY')[0]}")
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("(SELECT 1 UNION ALL SELECT 2) EXCEPT (SELECT 2)",
+     "a parenthesized set operation beside a set operation of another kind is not supported yet"),
+    ("(SELECT 1 ORDER BY 1 LIMIT 1) UNION ALL (SELECT 2)",
+     "ORDER BY, LIMIT or OFFSET inside a parenthesized operand of a set operation is not supported yet"),
+])
+def test_parenthesized_operands_that_would_change_meaning_are_refused(session, sql, message):
+    assert error_of(session, sql).message == message
+
+
+@pytest.mark.parametrize("sql, expected", [
+    ("SELECT (SELECT max(x) FROM a)", [(2,)]),
+    ("SELECT x FROM b WHERE x IN (SELECT x FROM a)", [(2,)]),
+    ("SELECT x FROM b WHERE EXISTS (SELECT 1 FROM a WHERE a.x = b.x)", [(2,)]),
+])
+def test_subqueries_in_expressions_read_engine_tables(session, sql, expected):
+    session.execute("CREATE TABLE a (x int); CREATE TABLE b (x int); INSERT INTO a VALUES (1), (2);"
+                    "INSERT INTO b VALUES (2), (3)")
+    assert rows(session, sql) == expected

@@ -66,7 +66,7 @@ HAND_WRITTEN = [
     ("CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION c (NAMESPACE 'a', TABLE 'b') KEY id MODE UPSERT", 1, 87, "expected '(', found 'id'"),
     ("CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION c (NAMESPACE 'a', TABLE 'b') MODE MERGE", 1, 88, "expected APPEND or UPSERT, found 'MERGE'"),
     ("CREATE SECRET s 'v'", 1, 17, "expected '.' or AS, found a string literal"),
-    ("CREATE SECRET s AS v", 1, 20, "expected a string literal, found a value that is not shown"),
+    ("CREATE SECRET s AS v", 1, 20, "expected a string literal or decode('…', 'base64'), found a value that is not shown"),
     ("ALTER SECRET s TO 'v'", 1, 16, "found a value that is not shown"),  # what follows a secret's name
     ("SHOW SINKZ", 1, 6, "found 'SINKZ'"),
     ("SELECT a FROM t WHERE", 1, 22, "expected an expression, found the end of the statement"),

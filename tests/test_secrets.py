@@ -98,7 +98,7 @@ def test_a_secret_is_given_as_a_string_or_decoded_once(session, given, value):
     ("decode('c2VjcmV0!', 'base64')", "decode(): the value is not valid base64"),
     ("decode('7g', 'hex')", "decode(): the value is not valid hex"),
     ("decode('/w==', 'base64')", "the decoded secret is not UTF-8 text, which is what icesink keeps secrets as"),
-    ("md5('x', 'y')", "a secret's value is a string or decode(string, format), not md5()"),
+    ("md5('x', 'y')", "expected a string literal or decode('…', 'base64'), found a value that is not shown, as it may be secret"),
 ])
 def test_a_secret_that_cannot_be_decoded_is_refused_without_its_value(session, given, message):
     with pytest.raises(icesink.IcesinkError) as info:

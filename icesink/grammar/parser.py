@@ -19,7 +19,8 @@ from .transformer import AstBuilder, SyntaxRuleError
 # Expected-token sets that are better said as one phrase: (phrase, tokens that trigger it, tokens it covers).
 _CATEGORIES = (
     ("a statement such as CREATE, SELECT, SHOW, ALTER or DROP", {"CREATE", "SELECT", "DROP"},
-     {"CREATE", "SELECT", "SHOW", "ALTER", "DROP", "INSERT", "UPDATE", "DELETE", "SET", "VALIDATE", "COPY"}),
+     {"CREATE", "SELECT", "SHOW", "ALTER", "DROP", "INSERT", "UPDATE", "DELETE", "SET", "VALIDATE", "COPY",
+      "LPAR"}),  # a query may open with a parenthesized operand, which is not worth naming
     ("an object type such as SINK, SOURCE, CONNECTION, SECRET or TABLE", {"SINK", "SOURCE", "SECRET"},
      {"SINK", "SOURCE", "CONNECTION", "SECRET", "TABLE", "MATERIALIZED", "REDACTED", "SYSTEM"}),
     ("a connection type: AWS, ICEBERG CATALOG or POSTGRES", {"AWS", "ICEBERG", "POSTGRES"},
@@ -32,6 +33,7 @@ _CATEGORIES = (
      {"HOST", "PORT", "DATABASE", "USER", "PASSWORD", "SSL", "AWS"}),
     ("a sink target option: NAMESPACE or TABLE", {"NAMESPACE", "TABLE"}, {"NAMESPACE", "TABLE"}),
     ("a sink mode: MODE UPSERT, ENVELOPE UPSERT or MODE APPEND", {"MODE", "ENVELOPE"}, {"MODE", "ENVELOPE"}),
+    ("a string literal or decode('…', 'base64')", {"DECODE", "STRING"}, {"DECODE", "STRING"}),
     ("a value: a string, a number, TRUE, FALSE or SECRET name", {"STRING", "TRUE", "SECRET"},
      {"STRING", "NUMBER", "SIGN", "TRUE", "FALSE", "SECRET", "LPAR", "IDENT", "QUOTED_IDENT"}),
     ("an expression", {"CASE", "CAST", "EXISTS"},

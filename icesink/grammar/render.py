@@ -5,6 +5,7 @@ own text (`statement_sql`), which is what the catalog stores and what renames an
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 from typing import Callable, Optional
 
 from sqlglot import exp
@@ -234,10 +235,23 @@ def _core(core: ast.SelectCore, name_table: TableNamer) -> exp.Select:
     return select
 
 
+# The namer of the query being rendered: a subquery inside an expression (IN, EXISTS, a scalar subquery) names its
+# relations as the query around it does, though the expressions between them do not carry it
+_enclosing_namer: ContextVar[Optional[TableNamer]] = ContextVar("icesink_enclosing_namer", default=None)
+
+
 def query(node: ast.Query, name_table: Optional[TableNamer] = None) -> exp.Expression:
     """A query as sqlglot's tree; `name_table` turns each relation it reads into the table the target engine knows
-    (by default, the name as written)."""
-    name_table = name_table or table
+    (by default, as the enclosing query names them, else the name as written)."""
+    name_table = name_table or _enclosing_namer.get() or table
+    token = _enclosing_namer.set(name_table)
+    try:
+        return _query(node, name_table)
+    finally:
+        _enclosing_namer.reset(token)
+
+
+def _query(node: ast.Query, name_table: TableNamer) -> exp.Expression:
     tree = _core(node.cores[0], name_table)
     for operator, core in zip(node.set_operators, node.cores[1:]):
         words = operator.split()

@@ -8,6 +8,7 @@ from . import ast
 from .lexical import DECODE_FORMATS, LiteralError, decode_bytes, string_value
 
 _IF_NOT_EXISTS = object()
+_ASSOCIATIVE = {"UNION", "UNION DISTINCT", "UNION ALL", "INTERSECT", "INTERSECT ALL"}  # (a op b) op c = a op (b op c)
 _IF_EXISTS = object()
 _DISTINCT = object()
 
@@ -171,10 +172,7 @@ class AstBuilder(Transformer_NonRecursive):
     def decoded_secret(self, c):
         """`decode('…', 'base64' | 'hex' | 'escape')`, evaluated once, as Postgres and Materialize evaluate it; no
         message says anything of the value."""
-        function, data, form = c
-        if str(function).lower() != "decode":
-            raise SyntaxRuleError(f"a secret's value is a string or decode(string, format), not {function}()",
-                                  function.start_pos)
+        _, data, form = c
         form_text = unquote_string(form).lower()
         try:
             raw = decode_bytes(unquote_string(data), form_text)
@@ -511,7 +509,7 @@ class AstBuilder(Transformer_NonRecursive):
                               parts.get("group", ()), parts.get("having"), self._has(c, _DISTINCT))
 
     def set_operator(self, c):
-        return ("setop", _words(c))
+        return ("setop", _words(c), c[0].start_pos)
 
     def ordering(self, c):
         return ("desc", str(c[0]).upper() == "DESC")
@@ -534,10 +532,30 @@ class AstBuilder(Transformer_NonRecursive):
         return ("offset", int(float(number)))
 
     def query(self, c):
-        cores = tuple(self._of(c, ast.SelectCore))
         parts = {x[0]: x[1] for x in c if isinstance(x, tuple) and x[0] in ("order", "limit", "offset")}
-        ops = tuple(x[1] for x in c if isinstance(x, tuple) and x[0] == "setop")
-        return ast.Query(cores, ops, parts.get("order", ()), parts.get("limit"), parts.get("offset"))
+        ops = [x for x in c if isinstance(x, tuple) and x[0] == "setop"]
+        operands = [x for x in c if isinstance(x, (ast.SelectCore, ast.Query))]
+        cores, operators = [], []
+        for i, operand in enumerate(operands):
+            if i:
+                operators.append(ops[i - 1][1])
+            if isinstance(operand, ast.SelectCore):
+                cores.append(operand)
+                continue
+            # a parenthesized operand, `(SELECT …) UNION ALL (SELECT …)`: its cores join the query's where that
+            # keeps its meaning
+            beside = ops[max(0, i - 1):i + 1]
+            if operand.order_by or operand.limit is not None or operand.offset is not None:
+                raise SyntaxRuleError("ORDER BY, LIMIT or OFFSET inside a parenthesized operand of a set operation "
+                                      "is not supported yet", beside[0][2])
+            if operand.set_operators and ({*operand.set_operators, *(op[1] for op in beside)} - _ASSOCIATIVE
+                                          or len({*operand.set_operators, *(op[1] for op in beside)}) > 1):
+                raise SyntaxRuleError("a parenthesized set operation beside a set operation of another kind is not "
+                                      "supported yet", beside[0][2])
+            cores.extend(operand.cores)
+            operators.extend(operand.set_operators)
+        return ast.Query(tuple(cores), tuple(operators), parts.get("order", ()), parts.get("limit"),
+                         parts.get("offset"))
 
     def start(self, c):
         return c[0]
