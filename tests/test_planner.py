@@ -299,6 +299,49 @@ def test_settings(planned):
     assert planned.catalog.get("r2") is None
 
 
+def test_materializes_feature_flags_are_recorded_and_shown(session, data_dir):
+    """Scripts written for Materialize turn its feature flags on first: icesink records them (ALTER SYSTEM for every
+    session, SET for this one) and SHOW answers with the value; an unknown one is refused."""
+    assert rows(session, "SHOW enable_create_table_from_source") == [("true",)]
+    session.execute("ALTER SYSTEM SET enable_create_table_from_source = false; ALTER SYSTEM SET enable_iceberg_sink = on;"
+                    "SET enable_load_generator_counter TO off")
+    assert rows(session, "SHOW enable_create_table_from_source") == [("false",)]
+    assert rows(session, "SHOW enable_load_generator_counter") == [("false",)]
+    assert session.execute("SHOW enable_iceberg_sink")[0].columns == ["enable_iceberg_sink"]
+    with icesink.connect(data_dir) as other:  # ALTER SYSTEM lasts; SET was this session's
+        assert rows(other, "SHOW enable_create_table_from_source") == [("false",)]
+        assert rows(other, "SHOW enable_load_generator_counter") == [("true",)]
+    assert error_of(session, "SHOW enable_nonsense").message.startswith(
+        'unknown configuration parameter "enable_nonsense"; known: enable_iceberg_sink')
+    assert error_of(session, "ALTER SYSTEM SET enable_nonsense = true").message.startswith(
+        'unknown configuration parameter "enable_nonsense"')
+
+
+def test_a_table_from_a_source_of_one_table_needs_no_reference(planned):
+    """As in Materialize: the source's one table is implied, and the catalog keeps the statement with it named."""
+    planned.execute("CREATE TABLE customers_here FROM SOURCE shop")
+    assert rows(planned, "SHOW CREATE TABLE customers_here") == [
+        ("customers_here", "CREATE TABLE customers_here FROM SOURCE shop (REFERENCE = public.customers)")]
+    planned.execute("CREATE SOURCE ticker FROM LOAD GENERATOR COUNTER; CREATE TABLE ticks FROM SOURCE ticker")
+    assert rows(planned, "SHOW COLUMNS FROM ticks") == [("counter", 0, "bigint")]
+    assert rows(planned, "SHOW CREATE TABLE ticks") == [("ticks", "CREATE TABLE ticks FROM SOURCE ticker")]
+    error = error_of(planned, "CREATE TABLE which FROM SOURCE auction")
+    assert error.message == ("source 'auction' has 5 tables (accounts, auctions, bids, organizations, users): name "
+                             "one with (REFERENCE …)")
+
+
+def test_show_create_is_read_as_a_relation(planned):
+    """Materialize's scripts read a statement's text with `SELECT … FROM (SHOW CREATE …)`."""
+    planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')"))
+    assert rows(planned, "SELECT name, create_sql LIKE 'CREATE SINK s FROM orders%' FROM (SHOW CREATE SINK s)") == [
+        ("s", 1)]
+    assert rows(planned, "SELECT c.name FROM (SHOW REDACTED CREATE CONNECTION pg) c JOIN mz_connections m "
+                         "ON c.name = m.name") == [("pg",)]
+    assert error_of(planned, "SELECT * FROM (SHOW CREATE SINK nope)").message == "unknown sink 'nope'"
+    assert error_of(planned, "CREATE MATERIALIZED VIEW v AS SELECT * FROM (SHOW CREATE SINK s)").message == (
+        "a materialized view cannot read SHOW CREATE: it shows the catalog as it is, not a relation that changes")
+
+
 def test_validation(planned, tmp_path):
     assert planned.execute("VALIDATE CONNECTION lake")[0].rows == []
     assert planned.execute("VALIDATE CONNECTION pg")[0].rows == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import replace
 
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast
@@ -13,7 +14,7 @@ from . import options as opts
 from .binder import Binder
 from .intervals import parse_interval_ms
 from .plans import CreatePlan, NoticePlan
-from .query import bind_query
+from .query import bind_query, walk
 from ..catalog_connections import CONNECTION_KINDS
 from ..model.options import Given
 from ..model.descriptors import (ConnectionDescriptor, ConnectionRef, GeneratorSettings,
@@ -224,6 +225,11 @@ def plan_create_table_from_source(binder: Binder, stmt: ast.CreateTableFromSourc
     if binder.new_name(stmt.name, stmt.if_not_exists):
         return exists_notice("table", stmt.name.name, "CREATE TABLE")
     source = binder.lookup(stmt.source, ("source",), "source")
+    if stmt.reference is None:
+        stmt = _implied_reference(binder, stmt, source)
+    if stmt.reference is None:  # a generator of one relation (COUNTER, KEY VALUE) is that relation
+        descriptor = TableDescriptor(source.descriptor.columns, source.descriptor.primary_key, source.id, None)
+        return CreatePlan("table", "table", stmt.name.name, *_texts(stmt), descriptor, (source.id,))
     reference = ".".join(p.value for p in stmt.reference.parts)
     descriptor = TableDescriptor(None, (), source.id, reference)
     if source.type == "load-generator":
@@ -238,6 +244,24 @@ def plan_create_table_from_source(binder: Binder, stmt: ast.CreateTableFromSourc
     return CreatePlan("table", "table", stmt.name.name, *_texts(stmt), descriptor, (source.id,))
 
 
+def _implied_reference(binder: Binder, stmt: ast.CreateTableFromSource, source) -> ast.CreateTableFromSource:
+    """CREATE TABLE … FROM SOURCE without (REFERENCE …), as Materialize takes it from a source of one table: that
+    table, written into the statement the catalog keeps (a generator of one relation needs none)."""
+    if source.type == "load-generator":
+        if source.descriptor.columns is not None:
+            return stmt
+        tables = [r.name for r in LOAD_GENERATORS[source.descriptor.generator] if r.name]
+    else:
+        tables = [d.descriptor.upstream for d in binder.catalog.dependents(source.id) if d.kind == "subsource"]
+    if len(tables) != 1:
+        raise PlanError(f"source '{source.name}' has {len(tables)} tables ({', '.join(sorted(tables)) or 'none'}): "
+                        f"name one with (REFERENCE …)", stmt.source.end)
+    at = stmt.source.end
+    parts = tuple(ast.Name(part, part != part.lower() or not part.isidentifier(), at, at)
+                  for part in tables[0].split(".", 1))
+    return replace(stmt, reference=ast.ObjectName(parts))
+
+
 def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedView):
     if binder.new_name(stmt.name, stmt.if_not_exists):
         return exists_notice("materialized view", stmt.name.name, "CREATE MATERIALIZED VIEW")
@@ -246,6 +270,11 @@ def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedVi
         if ref.iceberg:
             raise PlanError("a materialized view cannot read an ICEBERG table", ref.name.pos)
         return binder.relation(ref.name)[1]
+
+    shown = next((node for node in walk(stmt.query) if isinstance(node, ast.ShowRef)), None)
+    if shown is not None:
+        raise PlanError("a materialized view cannot read SHOW CREATE: it shows the catalog as it is, not a "
+                        "relation that changes", shown.show.name.pos)
 
     bound = bind_query(stmt.query, resolve)
     descriptor = ViewDescriptor(stored_sql(render.query(stmt.query)), bound.columns,

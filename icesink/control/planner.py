@@ -9,19 +9,28 @@ from .binder import Binder
 from .create import (plan_create_connection, plan_create_load_generator, plan_create_materialized_view,
                      plan_create_postgres_source, plan_create_secret, plan_create_table,
                      plan_create_table_from_source)
-from .plans import CreatePlan, SetVariablePlan, ValidatePlan
+from .plans import CreatePlan, QueryPlan, SetVariablePlan, ValidatePlan
 from .queries import plan_select, plan_show, plan_show_columns, plan_show_create
 from .writes import plan_copy, plan_write
 from .sinks import plan_create_sink
 
-SETTINGS = {"enable_iceberg_sink": "true", "enable_default_connection_validation": "true"}
+SETTINGS = {"enable_iceberg_sink": "true", "enable_default_connection_validation": "true",
+            # Materialize's feature flags for what icesink always has: accepted, recorded and shown, so that its
+            # scripts run unchanged; turning one off changes nothing
+            "enable_connection_validation_syntax": "true", "enable_create_table_from_source": "true",
+            "enable_load_generator_counter": "true", "enable_load_generator_key_value": "true",
+            "enable_collection_partition_by": "true"}
 _TRUE, _FALSE = ("true", "on", "1", "yes"), ("false", "off", "0", "no")
 
 
+def _known(name: ast.Name) -> str:
+    if name.value not in SETTINGS:
+        raise PlanError(f"unknown configuration parameter \"{name.value}\"; known: {', '.join(SETTINGS)}", name.pos)
+    return name.value
+
+
 def setting_value(stmt: ast.SetVariable) -> str | None:
-    name = stmt.name.value
-    if name not in SETTINGS:
-        raise PlanError(f"unknown configuration parameter \"{name}\"; known: {', '.join(SETTINGS)}", stmt.name.pos)
+    name = _known(stmt.name)
     value = stmt.value
     if isinstance(value, ast.DefaultValue):
         return None
@@ -80,6 +89,9 @@ class Planner:
                 return plan_show_create(b, stmt)
             case ast.ShowColumns():
                 return plan_show_columns(b, stmt)
+            case ast.ShowVariable():
+                name = _known(stmt.name)
+                return QueryPlan(f"SELECT ? AS {name}", (self.settings(name),))
             case ast.Insert() | ast.Update() | ast.Delete():
                 return plan_write(b, stmt, text)
             case ast.Copy():

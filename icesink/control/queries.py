@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import sqlglot
 from sqlglot import exp
 
 from ..catalog.schema import SCHEMA_OF_VIEW, VIEWS
@@ -112,11 +113,31 @@ def _plan_iceberg_query(binder: Binder, stmt: ast.Select, refs: list[ast.TableRe
     return IcebergQueryPlan(render.query(stmt.query, name_table).sql(dialect="spark"), views)
 
 
+def _with_shows(binder: Binder, name_table: Callable) -> Callable:
+    """`name_table`, and each `(SHOW CREATE …)` in FROM as the system view's row it shows."""
+    def name(ref):
+        if not isinstance(ref, ast.ShowRef):
+            return name_table(ref)
+        plan = plan_show_create(binder, ref.show)
+        shown = sqlglot.parse_one(plan.sql.replace("?", "'" + plan.params[0].replace("'", "''") + "'"),
+                                  read="sqlite")
+        return exp.Subquery(this=shown)
+    return name
+
+
 def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | IcebergQueryPlan:
     refs = table_refs(stmt.query)
+    shows = [node for node in walk(stmt.query) if isinstance(node, ast.ShowRef)]
     if any(ref.iceberg for ref in refs):
+        if shows:
+            raise NotSupportedYet("a query that joins ICEBERG tables with SHOW is not supported yet",
+                                  shows[0].show.name.pos)
         return _plan_iceberg_query(binder, stmt, refs)
     name_table, engine_tables = sqlite_tables(binder, refs)
+    if shows and engine_tables:
+        raise NotSupportedYet("a query that joins engine tables with SHOW is not supported yet",
+                              shows[0].show.name.pos)
+    name_table = _with_shows(binder, name_table) if shows else name_table
     return QueryPlan(sqlite_sql(render.query(stmt.query, name_table)), target="tables" if engine_tables else "catalog",
                      column_positions=column_positions(stmt))
 

@@ -242,6 +242,13 @@ class SubqueryRef:
 
 
 @dataclass(frozen=True)
+class ShowRef:
+    """`FROM (SHOW CREATE …)`, as Materialize's scripts read a statement's text."""
+    show: "ShowCreate"
+    alias: Optional[Name] = None
+
+
+@dataclass(frozen=True)
 class Join:
     kind: str  # 'INNER', 'LEFT', 'RIGHT', 'FULL', 'CROSS'
     right: Union[TableRef, SubqueryRef]
@@ -393,7 +400,7 @@ class CreateTable(Statement):
 class CreateTableFromSource(Statement):
     name: ObjectName
     source: ObjectName
-    reference: ObjectName
+    reference: Optional[ObjectName]  # None: the source's one table
     if_not_exists: bool = False
 
 
@@ -447,6 +454,11 @@ class ShowCreate(Statement):
 @dataclass(frozen=True)
 class ShowColumns(Statement):
     name: ObjectName
+
+
+@dataclass(frozen=True)
+class ShowVariable(Statement):
+    name: Name
 
 
 @dataclass(frozen=True)

@@ -184,6 +184,7 @@ def table(ref: ast.TableRef) -> exp.Table:
 
 
 def _relation(item, name_table: TableNamer) -> exp.Expression:
+    """A relation of FROM: a table, a subquery, or what a `(SHOW …)` shows (which only the namer knows)."""
     if isinstance(item, ast.SubqueryRef):
         return exp.Subquery(this=query(item.query, name_table), alias=exp.TableAlias(this=identifier(item.alias)))
     node = name_table(item)
@@ -372,8 +373,8 @@ def statement_sql(stmt, redacted: bool = False) -> str:
             elements.append(f"PRIMARY KEY ({', '.join(name_sql(k) for k in stmt.primary_key)})")
         return f"CREATE TABLE {name} ({', '.join(elements)})"
     if isinstance(stmt, ast.CreateTableFromSource):
-        return (f"CREATE TABLE {name} FROM SOURCE {object_name_sql(stmt.source)} "
-                f"(REFERENCE = {object_name_sql(stmt.reference)})")
+        reference = f" (REFERENCE = {object_name_sql(stmt.reference)})" if stmt.reference is not None else ""
+        return f"CREATE TABLE {name} FROM SOURCE {object_name_sql(stmt.source)}{reference}"
     if isinstance(stmt, ast.CreateMaterializedView):
         return f"CREATE MATERIALIZED VIEW {name}{_cluster(stmt.cluster)} AS {stored_sql(query(stmt.query))}"
     if isinstance(stmt, ast.CreateSink):

@@ -337,7 +337,8 @@ class AstBuilder(Transformer_NonRecursive):
 
     def create_table_from_source(self, c):
         names = self._of(c, ast.ObjectName)
-        return ast.CreateTableFromSource(names[0], names[1], names[2], self._has(c, _IF_NOT_EXISTS))
+        return ast.CreateTableFromSource(names[0], names[1], names[2] if len(names) > 2 else None,
+                                         self._has(c, _IF_NOT_EXISTS))
 
     def create_mv(self, c):
         cluster = [x[1] for x in c if isinstance(x, tuple) and x[0] == "cluster"]
@@ -413,6 +414,9 @@ class AstBuilder(Transformer_NonRecursive):
     def show_columns(self, c):
         return ast.ShowColumns(c[-1])
 
+    def show_variable(self, c):
+        return ast.ShowVariable(make_name(c[-1]))
+
     def column_list(self, c):
         return ("columns", self._names(c))
 
@@ -474,6 +478,9 @@ class AstBuilder(Transformer_NonRecursive):
 
     def subquery_ref(self, c):
         return ast.SubqueryRef(c[0], c[1])
+
+    def show_ref(self, c):
+        return ast.ShowRef(c[0], c[1] if len(c) > 1 else None)
 
     def join_type(self, c):
         return ("join_type", str(c[0]).upper())
