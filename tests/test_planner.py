@@ -135,7 +135,8 @@ CASES = [
     ("CREATE CONNECTION p2 TO POSTGRES (HOST 'db', USER 'u') WITH (VALIDATE = maybe)", "connection option VALIDATE takes true or false"),
     ("CREATE CONNECTION p2 TO POSTGRES (HOST 'db', USER 'u') WITH (RETRIES = 3)", "unknown connection option RETRIES; the options are: VALIDATE"),
     ("CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE = 'local')", "connection 'lake' already exists"),
-    ("CREATE CONNECTION mz_lake TO ICEBERG CATALOG (CATALOG TYPE = 'local')", "the name 'mz_lake' is reserved: names beginning with mz_ are for system objects"),
+    ("CREATE CONNECTION mz_sinks TO ICEBERG CATALOG (CATALOG TYPE = 'local')", "the name 'mz_sinks' is taken by the system view mz_catalog.mz_sinks"),
+    ("CREATE TABLE mz_sink_statuses (a int)", "the name 'mz_sink_statuses' is taken by the system view mz_internal.mz_sink_statuses"),
     ("CREATE CONNECTION other.public.c TO ICEBERG CATALOG (CATALOG TYPE = 'local')", "unknown schema 'other.public': objects live in materialize.public"),
     # sources and tables
     ("CREATE SOURCE g FROM LOAD GENERATOR MARKETING", "unknown load generator MARKETING; expected COUNTER, AUCTION, KEY VALUE or TPCH"),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..catalog.schema import SCHEMA_OF_VIEW, VIEWS
 from ..catalog.store import Catalog, CatalogObject
 from ..catalog_connections import CONNECTION_KINDS
 from ..errors import PlanError
@@ -37,8 +38,8 @@ class Binder:
     def new_name(self, name: ast.ObjectName | ast.Name, if_not_exists: bool = False) -> Optional[CatalogObject]:
         """Checks a name for a new object; returns the existing object when IF NOT EXISTS applies."""
         value = self.item_name(name) if isinstance(name, ast.ObjectName) else name.value
-        if value.startswith("mz_"):
-            raise PlanError(f"the name '{value}' is reserved: names beginning with mz_ are for system objects",
+        if value in VIEWS:  # a name beginning with mz_ is the user's, as in Materialize, unless a system view has it
+            raise PlanError(f"the name '{value}' is taken by the system view {SCHEMA_OF_VIEW[value]}.{value}",
                             name.pos)
         existing = self.catalog.get(value)
         if existing is not None and not if_not_exists:
