@@ -99,6 +99,8 @@ CASES = [
     (sink("KEY (id) PARTITION BY (tags) MODE UPSERT WITH (COMMIT INTERVAL '1s')"), "partition transform identity() does not apply to column \"tags\" of type text[]"),
     (sink("KEY (id) PARTITION BY (day(placed_at)) MODE UPSERT PARTITION BY (id) WITH (COMMIT INTERVAL '1s')"), "PARTITION BY is given twice; give it once, before or after the mode"),
     (sink("KEY (id) PARTITION BY (day(placed_at), days(placed_at)) MODE UPSERT WITH (COMMIT INTERVAL '1s')"), "PARTITION BY lists the same field twice"),
+    ("CREATE SOURCE c2 FROM LOAD GENERATOR COUNTER (AS OF 9, UP TO 5)", "AS OF (9) must not be past UP TO (5)"),
+    ("CREATE SOURCE c2 FROM LOAD GENERATOR COUNTER (AS OF 1.5)", "AS OF must be a whole number, not 1.5"),
     # connections
     ("CREATE CONNECTION a2 TO AWS (SECRET ACCESS KEY = SECRET pw)", "SECRET ACCESS KEY requires ACCESS KEY ID"),
     ("CREATE CONNECTION a2 TO AWS (ACCESS KEY ID = 'AKID')", "ACCESS KEY ID requires SECRET ACCESS KEY"),

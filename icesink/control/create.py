@@ -178,11 +178,15 @@ def plan_create_load_generator(binder: Binder, stmt: ast.CreateLoadGeneratorSour
             raise PlanError("SCALE FACTOR applies only to LOAD GENERATOR TPCH", option.pos)
         if name in ("KEYS", "BATCH SIZE") and generator != "key value":
             raise PlanError(f"{name} applies only to LOAD GENERATOR KEY VALUE", option.pos)
-        if name in ("UP TO", "MAX CARDINALITY", "SEED", "KEYS", "BATCH SIZE") and (not number.is_integer() or number < 0):
+        if name in ("UP TO", "AS OF", "MAX CARDINALITY", "SEED", "KEYS", "BATCH SIZE") and (not number.is_integer()
+                                                                                    or number < 0):
             raise PlanError(f"{name} must be a whole number, not {option.value.text}", option.value.pos)
         if name == "SCALE FACTOR" and number <= 0:
             raise PlanError(f"SCALE FACTOR must be positive, not {option.value.text}", option.value.pos)
         settings[opts.snake(name)] = int(number) if number.is_integer() else number
+    if settings.get("as_of", 0) > settings.get("up_to", float("inf")):
+        raise PlanError(f"AS OF ({settings['as_of']}) must not be past UP TO ({settings['up_to']})",
+                        given["AS OF"].value.pos)
     relations = LOAD_GENERATORS[generator]
     single = len(relations) == 1
     if not single and not stmt.all_tables:

@@ -24,6 +24,7 @@ LOAD_GENERATOR_OPTIONS = {
     "TICK INTERVAL": OptionSpec(("string",)),
     "SCALE FACTOR": OptionSpec(("number",)),
     "UP TO": OptionSpec(("number",)),
+    "AS OF": OptionSpec(("number",)),
     "SEED": OptionSpec(("number",)),
     "MAX CARDINALITY": OptionSpec(("number",)),
     "KEYS": OptionSpec(("number",)),

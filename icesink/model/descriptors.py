@@ -211,6 +211,7 @@ class GeneratorSettings:
 
     tick_interval_ms: Optional[int] = None
     up_to: Optional[int] = None
+    as_of: Optional[int] = None  # ticks already made when the source is created
     seed: Optional[int] = None
     max_cardinality: Optional[int] = None
     keys: Optional[int] = None

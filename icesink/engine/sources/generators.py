@@ -19,6 +19,7 @@ from .base import Input
 from .engine_table import DIFF, OFFSET, TS, change_schema
 
 TICK_BITS = 20
+DEFAULT_TICK_MS = 1000  # Materialize's default TICK INTERVAL
 TICKS_PER_PARTITION = 50
 ORGANIZATIONS, USERS, BIDS_PER_TICK = 10, 100, 3
 ITEMS = ("Signed Memorabilia", "City Bar Crawl", "Best Pizza in Town", "Gift Basket", "Custom Art")
@@ -38,7 +39,7 @@ def _balance(seed: int, account: int, version: int) -> int:
 
 def tick_rows(generator: str, relation: str, options: dict, start_ms: int, tick: int):
     """(values, diff) pairs of `relation` at `tick` (ticks start at 1); KEY VALUE is key_value_batch's."""
-    seed, tick_ms = options.get("seed", 0), options.get("tick_interval_ms", 1000)
+    seed, tick_ms = options.get("seed", 0), options.get("tick_interval_ms", DEFAULT_TICK_MS)
     if generator == "counter":
         yield (tick,), 1
     elif generator == "auction":
@@ -80,7 +81,7 @@ def key_value_batch(options: dict, start_ms: int, first_tick: int, last_tick: in
     import pyarrow.compute as pc
 
     keys, batch = options.get("keys", 1000), options.get("batch_size", 1)
-    seed, tick_ms = options.get("seed", 0), options.get("tick_interval_ms", 1000)
+    seed, tick_ms = options.get("seed", 0), options.get("tick_interval_ms", DEFAULT_TICK_MS)
     n = np.arange((first_tick - 1) * batch, last_tick * batch, dtype=np.int64)
     key, round_ = n % keys, n // keys
     tick = n // batch + 1
@@ -128,7 +129,7 @@ class GeneratorReader(DataSourceStreamReader):
         return self._offset(self.start_tick)
 
     def latestOffset(self) -> dict:
-        tick_ms = self.settings.get("tick_interval_ms", 1000)
+        tick_ms = self.settings.get("tick_interval_ms", DEFAULT_TICK_MS)
         elapsed = int(time.time() * 1000) - self.start_ms
         tick = max(0, elapsed // tick_ms + 1)
         if "up_to" in self.settings:
@@ -141,7 +142,7 @@ class GeneratorReader(DataSourceStreamReader):
         return [TickRange(a, b) for a, b in zip(bounds, bounds[1:])]
 
     def read(self, partition: TickRange):
-        tick_ms = self.settings.get("tick_interval_ms", 1000)
+        tick_ms = self.settings.get("tick_interval_ms", DEFAULT_TICK_MS)
         if self.generator == "key value":  # large by design: Arrow batches, not Python rows
             for first in range(partition.after + 1, partition.upto + 1):
                 yield from key_value_batch(self.settings, self.start_ms, first, first).to_batches(ARROW_ROWS)
@@ -167,10 +168,13 @@ class GeneratorInput(Input):
 
     def stream(self, spark, start: Offset):
         columns = self.relation.descriptor.columns
-        start_ms = int(dt.datetime.fromisoformat(self.origin.created_at).timestamp() * 1000)
+        settings = self.origin.descriptor.settings
+        # AS OF n: the source starts with n ticks made, as if created n ticks earlier
+        start_ms = (int(dt.datetime.fromisoformat(self.origin.created_at).timestamp() * 1000)
+                    - (settings.as_of or 0) * (settings.tick_interval_ms or DEFAULT_TICK_MS))
         upstream = getattr(self.relation.descriptor, "upstream", None) if self.relation is not self.origin else ""
         return (spark.readStream.format(GeneratorSource.name())
                 .option("generator", self.generator).option("relation", upstream or "")
-                .option("settings", json.dumps(self.origin.descriptor.settings.to_json()))
+                .option("settings", json.dumps(settings.to_json()))
                 .option("start_ms", str(start_ms)).option("columns", json.dumps([c.as_dict() for c in columns]))
                 .option("start", str(start.offset)).load())
