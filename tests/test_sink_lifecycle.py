@@ -36,6 +36,10 @@ def test_alter_commit_interval_live_and_drop(session, scheduler):
         CREATE SINK counter_log FROM counter INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'gen', TABLE 'counter')
           MODE APPEND WITH (COMMIT INTERVAL '1s');""")
     wait_for(lambda: committed_offset(session, "counter_log") > 0, what="a first commit")
+    before = statuses(session, "counter_log")
+    session.execute("ALTER SINK counter_log SET (COMMIT INTERVAL = '1000ms')")  # the interval it has: no restart
+    time.sleep(2)
+    assert statuses(session, "counter_log") == before
     session.execute("ALTER SINK counter_log SET (COMMIT INTERVAL = '2s')")
     # the restart is a new incarnation, with a higher version that fences the one before it
     versions = "SELECT h.details FROM mz_internal.mz_sink_status_history h WHERE h.status = 'running'"
@@ -44,6 +48,7 @@ def test_alter_commit_interval_live_and_drop(session, scheduler):
     counters = duckdb_rows(iceberg_table(session, "counter_log").metadata_location, "counter", "1")
     assert counters == [(n,) for n in range(1, 81)]
     assert [s for s, _ in statuses(session, "counter_log")].count("starting") == 2  # restarted with the new interval
+    assert "COMMIT INTERVAL = '2s'" in rows(session, "SHOW CREATE SINK counter_log")[0][1]
     table = iceberg_table(session, "counter_log")
     session.execute("DROP SINK counter_log")
     wait_for(lambda: not scheduler.slots, what="the sink to stop")
@@ -51,6 +56,20 @@ def test_alter_commit_interval_live_and_drop(session, scheduler):
     assert duckdb_rows(table.metadata_location, "count(*)", "1") == [(80,)]
     assert rows(session, "SELECT status FROM mz_internal.mz_sink_status_history ORDER BY occurred_at DESC LIMIT 1") \
         == [("dropped",)]
+
+
+def test_an_idle_sink_commits_nothing_and_then_a_late_change_without_error(session, scheduler):
+    """Idle for several commit intervals, a sink adds no snapshot, and the change that comes after commits as any
+    other, with nothing but `running` in its history."""
+    session.execute(ORDERS + "INSERT INTO orders VALUES (1, 'a')")
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the first row")
+    snapshots = len(iceberg_table(session, "orders_lake").metadata.snapshots)
+    time.sleep(6)  # six commit intervals with nothing to commit
+    assert len(iceberg_table(session, "orders_lake").metadata.snapshots) == snapshots
+    session.execute("UPDATE orders SET name = 'b' WHERE id = 1")
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the late change")
+    assert duckdb_rows(iceberg_table(session, "orders_lake").metadata_location, "id, name", "1") == [(1, "b")]
+    assert statuses(session, "orders_lake") == [("starting", None), ("running", None)]
 
 
 def test_unwritable_warehouse_stalls_then_recovers(session, scheduler):

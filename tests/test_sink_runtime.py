@@ -85,6 +85,26 @@ def test_append_replays_to_the_same_state(runtime):
     assert final == [(i, n, Decimal(a)) for i, n, a in expected]
 
 
+def test_append_writes_an_update_as_a_retraction_and_an_insertion_at_one_time(runtime):
+    """MODE APPEND, as Materialize writes it: an update is -1 for the old row and +1 for the new one with the same
+    _mz_timestamp, a delete is -1, and the table never holds a delete file."""
+    runtime.execute(SETUP + "CREATE SINK orders_log FROM orders INTO ICEBERG CATALOG CONNECTION lake "
+                    "(NAMESPACE 'shop', TABLE 'orders_log') MODE APPEND WITH (COMMIT INTERVAL '1s');"
+                    "INSERT INTO orders VALUES (1, 'a', 1.00), (2, 'b', 2.00)")
+    wait_for(caught_up(runtime, "orders_log", "orders"), what="the inserts")
+    runtime.execute("UPDATE orders SET name = 'A' WHERE id = 1")
+    runtime.execute("DELETE FROM orders WHERE id = 2")
+    wait_for(caught_up(runtime, "orders_log", "orders"), what="the update and the delete")
+    table = iceberg_table(runtime, "orders_log")
+    got = duckdb_rows(table.metadata_location, "id, name, _mz_diff, _mz_timestamp", "_mz_timestamp, _mz_diff, id")
+    inserted, updated, deleted = got[:2], got[2:4], got[4:]
+    assert [(i, n, d) for i, n, d, _ in inserted] == [(1, "a", 1), (2, "b", 1)]
+    assert [(i, n, d) for i, n, d, _ in updated] == [(1, "a", -1), (1, "A", 1)]
+    assert updated[0][3] == updated[1][3]  # one time for both halves of the update
+    assert [(i, n, d) for i, n, d, _ in deleted] == [(2, "b", -1)] and deleted[0][3] >= updated[0][3]
+    assert int(table.current_snapshot().summary.get("total-delete-files", "0")) == 0
+
+
 def test_acknowledged_changes_are_compacted_and_a_later_sink_starts_from_the_snapshot(runtime):
     runtime.execute(SETUP + "CREATE SINK first FROM orders INTO ICEBERG CATALOG CONNECTION lake "
                     "(NAMESPACE 'shop', TABLE 'first') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')")
