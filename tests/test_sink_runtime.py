@@ -143,6 +143,53 @@ def test_a_counter_as_of_a_tick_starts_with_the_ticks_before_it(runtime):
     assert counters == [(n, 1) for n in range(1, 7)]
 
 
+def test_a_finite_input_ends_with_a_sealing_snapshot_and_an_empty_one_gives_one_snapshot(session, spark):
+    """As Materialize's sink does: a COUNTER (UP TO 5) gives its rows, then one empty snapshot saying the input is
+    complete; an empty table, and a COUNTER (UP TO 0), give exactly one empty snapshot; a restart adds nothing."""
+    from icesink.engine.sink.progress import SEALED
+
+    session.execute("""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE SOURCE five FROM LOAD GENERATOR COUNTER (TICK INTERVAL '100ms', UP TO 5);
+        CREATE SOURCE nothing FROM LOAD GENERATOR COUNTER (UP TO 0);
+        CREATE TABLE empty (id bigint NOT NULL, PRIMARY KEY (id));
+        CREATE SINK five_log FROM five INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'gen', TABLE 'five')
+          MODE APPEND WITH (COMMIT INTERVAL '1s');
+        CREATE SINK none_log FROM nothing INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'gen', TABLE 'none')
+          MODE APPEND WITH (COMMIT INTERVAL '1s');
+        CREATE SINK empty_lake FROM empty INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'gen', TABLE 'empty')
+          KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');""")
+
+    def sealed(name):
+        snapshot = iceberg_table(session, name).current_snapshot()
+        return snapshot is not None and snapshot.summary.additional_properties.get(SEALED) == "true"
+
+    def history(name):
+        table = iceberg_table(session, name)
+        summaries = [s.summary.additional_properties for s in sorted(table.metadata.snapshots,
+                                                                      key=lambda s: s.sequence_number)]
+        return [(props.get(SEALED), props.get("added-records", "0")) for props in summaries]
+    for run in range(2):  # the second run, a restart, must add nothing
+        scheduler = Scheduler(session.data_dir, session.executor.secret_value, lambda: spark)
+        scheduler.start()
+        try:
+            wait_for(lambda: sealed("five_log") and sealed("none_log") and committed_offset(session, "empty_lake")
+                     == 0 and iceberg_table(session, "empty_lake").current_snapshot() is not None, what="the seals")
+            time.sleep(2)  # commit intervals in which nothing more may come
+            if run == 0:
+                first = {name: history(name) for name in ("five_log", "none_log", "empty_lake")}
+            else:
+                assert {name: history(name) for name in ("five_log", "none_log", "empty_lake")} == first
+        finally:
+            scheduler.stop()
+    assert first["none_log"] == [("true", "0")] and first["empty_lake"] == [(None, "0")]
+    five = first["five_log"]
+    assert five[0] == (None, "0") and five[-1] == ("true", "0") and sum(int(n) for _, n in five) == 5
+    counters = duckdb_rows(iceberg_table(session, "five_log").metadata_location, "counter", "1")
+    assert counters == [(n,) for n in range(1, 6)]
+    assert duckdb_rows(iceberg_table(session, "empty_lake").metadata_location, "count(*)", "1") == [(0,)]
+
+
 def test_load_generators_resume_exactly_after_a_restart(session, spark):
     session.execute("""
         CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');

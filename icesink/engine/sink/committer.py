@@ -20,7 +20,7 @@ from .. import housekeeping
 from ..failures import NeedsAction
 from ..faults import crash_point
 from ..pyiceberg_internals import commit_files, replace_files
-from .progress import Progress, latest_progress, summary_properties
+from .progress import SEALED, Progress, latest_progress, summary_properties
 from .writers import BatchFiles
 
 log = logging.getLogger("icesink.sink")
@@ -115,6 +115,33 @@ class Committer:
                 continue
             self._retire(table, snapshot_id, planned.removed, expired)
             return Outcome(snapshot_id, False, upper, planned)
+        raise CommitConflict(f"{MAX_ATTEMPTS} commit attempts in a row lost to concurrent commits")
+
+    def mark(self, frontier: Frontier, sealed: bool = False) -> Optional[int]:
+        """An empty snapshot that records this sink's progress at `frontier`: a new sink's first (so that an input
+        holding nothing yet still gives its table one snapshot, and an older incarnation is fenced at once), or
+        the seal of a finite input the table now holds all of (`sealed`). Recorded once: None when the table
+        already says as much."""
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            table = self.load_table()
+            progress = latest_progress(table, self.sink_id)
+            if progress is not None:
+                self._check_version(progress)
+                if progress.frontier.past(frontier) or (progress.frontier == frontier
+                                                        and (progress.sealed or not sealed)):
+                    return None
+            properties = summary_properties(self.sink_id, self.version, frontier,
+                                            {"lower": frontier.to_json(), "upper": frontier.to_json(), "rows": 0})
+            if sealed:
+                properties[SEALED] = "true"
+            expired = _expirable(table, None)
+            try:
+                snapshot_id = commit_files(table, [], [], properties, (), expired)
+            except CommitFailedException as exc:
+                log.info("sink %s: marking attempt %d lost a race (%s)", self.sink_id, attempt, exc)
+                continue
+            self._retire(table, snapshot_id, [], expired)
+            return snapshot_id
         raise CommitConflict(f"{MAX_ATTEMPTS} commit attempts in a row lost to concurrent commits")
 
     def fold(self, plan_fold: Callable[[object], Optional[tuple[list, list, list]]]) -> Optional[int]:

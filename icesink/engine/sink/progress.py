@@ -8,6 +8,7 @@ from typing import Optional
 from ...model.frontier import Frontier
 
 SINK_ID, SINK_VERSION, FRONTIER, BATCH = "icesink.sink-id", "icesink.sink-version", "icesink.frontier", "icesink.batch"
+SEALED = "icesink.sealed"  # "true": the sink's input is finite and the table holds all of it
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,7 @@ class Progress:
     version: int
     frontier: Frontier  # what is committed
     foreign_writes: tuple[int, ...] = ()  # snapshots of other writers found above ours
+    sealed: bool = False
 
 
 def summary_properties(sink_id: str, version: int, frontier: Frontier, batch: dict) -> dict[str, str]:
@@ -35,7 +37,7 @@ def latest_progress(table, sink_id: str) -> Optional[Progress]:
         props = summary.additional_properties if summary is not None else {}
         if props.get(SINK_ID) == sink_id:
             return Progress(snapshot.snapshot_id, sink_id, int(props[SINK_VERSION]),
-                            Frontier.from_json(json.loads(props[FRONTIER])), tuple(foreign))
+                            Frontier.from_json(json.loads(props[FRONTIER])), tuple(foreign), props.get(SEALED) == "true")
         operation = summary.operation.value if summary is not None else ""
         if operation != "replace":
             foreign.append(snapshot.snapshot_id)

@@ -40,6 +40,7 @@ class SinkRunner:
         self.query = None
         self.input: Input | None = None
         self.frontier: Frontier | None = None  # known once started
+        self.end: Frontier | None = None  # where a finite input ends
         self.error: str | None = None  # why the last batch failed, for status `stalled`
         self.stopping = False
         self._batch_done = threading.Event()
@@ -74,6 +75,9 @@ class SinkRunner:
             self.input = input_for(self.catalog, self.catalog.get_by_id(self.descriptor.input_id))
             self.frontier = progress.frontier if progress is not None else self.input.frontier_kind()
             self.input.check_resume(self.frontier)
+            self.end = self.input.end()
+            if progress is None or (self._complete(progress.frontier) and not progress.sealed):
+                self.committer.mark(self.frontier, sealed=self._complete(self.frontier))
             stream = self.input.stream(self.spark, self.frontier)
         except Exception as exc:
             if is_external(exc):
@@ -93,6 +97,10 @@ class SinkRunner:
                       .start())
         self.lifecycle.running({"frontier": self.frontier.to_json(), "version": version,
                                 "snapshot_id": progress.snapshot_id if progress else None})
+
+    def _complete(self, frontier: Frontier) -> bool:
+        """Whether `frontier` covers all of a finite input."""
+        return self.end is not None and not self.end.past(frontier)
 
     def stop(self, wait_seconds: float = 60) -> None:
         """Lets an in-flight batch finish its commit (or abandons it before it writes), then stops."""
@@ -156,6 +164,8 @@ class SinkRunner:
                                         last_commit_at=now(), **lag)
         self.lifecycle.running({"frontier": outcome.frontier.to_json(), "version": self.committer.version,
                                 "snapshot_id": outcome.snapshot_id})
+        if self._complete(outcome.frontier):
+            self.committer.mark(outcome.frontier, sealed=True)
         if not outcome.already_committed:
             plan_fold = getattr(self.writer, "plan_fold", None)
             if plan_fold is not None:

@@ -34,6 +34,11 @@ class Input:
         """The input's changes above `start` as a streaming DataFrame: its columns, then OFFSET, DIFF and TS."""
         raise NotImplementedError
 
+    def end(self) -> Frontier | None:
+        """For a finite input (a load generator's UP TO), the frontier that covers all of its changes; None for
+        one that never ends."""
+        return None
+
     def check_resume(self, frontier: Frontier) -> None:
         """Raises ProgressBehindInput when the input no longer holds the changes after `frontier`."""
 

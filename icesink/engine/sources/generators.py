@@ -166,6 +166,21 @@ class GeneratorInput(Input):
         # KEY VALUE sets each key to a new value: an upsert stream, like Materialize's
         self.upsert_stream = self.generator == "key value"
 
+    def end(self) -> Offset | None:
+        """The offset of the last change of the relation up to UP TO's tick (a relation may have none in a tick)."""
+        settings = self.origin.descriptor.settings
+        if settings.up_to is None:
+            return None
+        if self.generator == "key value":
+            return Offset((settings.up_to << TICK_BITS) | ((settings.batch_size or 1) - 1)) if settings.up_to \
+                else Offset(0)
+        upstream = getattr(self.relation.descriptor, "upstream", None) if self.relation is not self.origin else ""
+        for tick in range(settings.up_to, 0, -1):
+            count = sum(1 for _ in tick_rows(self.generator, upstream or "", settings.to_json(), 0, tick))
+            if count:
+                return Offset((tick << TICK_BITS) | (count - 1))
+        return Offset(0)
+
     def stream(self, spark, start: Offset):
         columns = self.relation.descriptor.columns
         settings = self.origin.descriptor.settings
