@@ -119,8 +119,7 @@ class Committer:
 
     def mark(self, frontier: Frontier, sealed: bool = False) -> Optional[int]:
         """An empty snapshot that records this sink's progress at `frontier`: a new sink's first (so that an input
-        holding nothing yet still gives its table one snapshot, and an older incarnation is fenced at once), or
-        the seal of a finite input the table now holds all of (`sealed`). Recorded once: None when the table
+        holding nothing yet still gives its table one snapshot), or the seal of a finite input the table now holds all of (`sealed`). Recorded once: None when the table
         already says as much."""
         for attempt in range(1, MAX_ATTEMPTS + 1):
             table = self.load_table()
