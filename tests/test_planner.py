@@ -168,7 +168,12 @@ CASES = [
     ("ALTER SYSTEM SET enable_iceberg_sink = 'sometimes'", "parameter \"enable_iceberg_sink\" takes true or false, not sometimes"),
     # ALTER / DROP
     ("ALTER SINK nothing SET (COMMIT INTERVAL = '1s')", "unknown sink 'nothing'"),
-    ("ALTER CONNECTION lake SET (URL = 'x')", "ALTER CONNECTION … SET/RESET is not supported; drop and create the connection again"),
+    ("ALTER CONNECTION lake SET (URL = 'x')", "URL does not apply to CATALOG TYPE 'local'"),
+    ("ALTER CONNECTION pg SET (PORT = 99999)", "PORT must be a number from 1 to 65535, not 99999"),
+    ("ALTER CONNECTION aws RESET (ACCESS KEY ID)", "SECRET ACCESS KEY requires ACCESS KEY ID"),
+    ("ALTER CONNECTION aws DROP (ACCESS KEY ID, SECRET ACCESS KEY)", "an AWS connection must specify either ASSUME ROLE ARN or ACCESS KEY ID and SECRET ACCESS KEY"),
+    ("ALTER CONNECTION pg RESET (NOPE)", "unknown Postgres connection option NOPE; the options are: HOST, PORT, DATABASE, USER, PASSWORD, SSL MODE, SSL CERTIFICATE AUTHORITY, SSL CERTIFICATE, SSL KEY, AWS CONNECTION"),
+    ("ALTER TABLE orders RENAME TO orders2 WITH (VALIDATE = false)", "WITH (…) applies only to ALTER CONNECTION … SET/RESET"),
     ("ALTER CONNECTION lake AS 'x'", "ALTER CONNECTION … AS applies only to secrets"),
     ("ALTER TABLE orders RENAME TO lake", "connection 'lake' already exists"),
     ("DROP SINK orders", "'orders' is a table, not a sink"),
@@ -343,6 +348,20 @@ def test_show_create_is_read_as_a_relation(planned):
     assert error_of(planned, "SELECT * FROM (SHOW CREATE SINK nope)").message == "unknown sink 'nope'"
     assert error_of(planned, "CREATE MATERIALIZED VIEW v AS SELECT * FROM (SHOW CREATE SINK s)").message == (
         "a materialized view cannot read SHOW CREATE: it shows the catalog as it is, not a relation that changes")
+
+
+def test_alter_connection_is_checked_and_validated_as_a_new_one(planned, upstream):
+    """A change that does not validate leaves the connection as it was; WITH (VALIDATE = false) takes it as it is;
+    the secrets it names become what it depends on."""
+    error = error_of(planned, "ALTER CONNECTION pg SET (PORT = 1)")
+    assert error.message.startswith("Postgres connection 'pg': cannot reach 127.0.0.1:1"), error.message
+    assert f"PORT = {upstream.port}" in rows(planned, "SHOW CREATE CONNECTION pg")[0][1]
+    planned.execute("CREATE SECRET other AS 'hunter2';"
+                    "ALTER CONNECTION pg SET (PORT = 1, PASSWORD = SECRET other) WITH (VALIDATE = false)")
+    assert "PORT = 1," in rows(planned, "SHOW CREATE CONNECTION pg")[0][1]
+    assert error_of(planned, "DROP SECRET other").message == "cannot drop secret 'other': connection 'pg' depends on it"
+    planned.execute(f"ALTER CONNECTION pg SET (PORT = {upstream.port})")  # validated: reachable again
+    assert rows(planned, "VALIDATE CONNECTION pg") == []
 
 
 def test_validation(planned, tmp_path):

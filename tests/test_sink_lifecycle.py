@@ -72,6 +72,21 @@ def test_an_idle_sink_commits_nothing_and_then_a_late_change_without_error(sessi
     assert statuses(session, "orders_lake") == [("starting", None), ("running", None)]
 
 
+def test_a_running_sink_starts_again_with_its_altered_connection(session, scheduler):
+    """ALTER CONNECTION reaches the sinks that use it: each starts again (a new incarnation) with the connection as
+    it now is, and goes on from its committed progress."""
+    session.execute(ORDERS + "INSERT INTO orders VALUES (1, 'a')")
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the first row")
+    result = session.execute("ALTER CONNECTION lake SET (WAREHOUSE = 'warehouse')")[0]  # where it was, said aloud
+    assert result.status == "ALTER CONNECTION" and "relative path" in result.notices[0]
+    wait_for(lambda: [s for s, _ in statuses(session, "orders_lake")].count("starting") == 2, what="the restart")
+    session.execute("INSERT INTO orders VALUES (2, 'b')")
+    wait_for(caught_up(session, "orders_lake", "orders"), what="the row after the restart")
+    assert duckdb_rows(iceberg_table(session, "orders_lake").metadata_location, "id, name", "1") == [(1, "a"),
+                                                                                                    (2, "b")]
+    assert "WAREHOUSE = " in rows(session, "SHOW CREATE CONNECTION lake")[0][1]
+
+
 def test_unwritable_warehouse_stalls_then_recovers(session, scheduler):
     session.execute(ORDERS + "INSERT INTO orders VALUES (1, 'a'), (2, 'b')")
     wait_for(caught_up(session, "orders_lake", "orders"), what="the first rows")

@@ -146,6 +146,13 @@ class Catalog:
                        " WHERE id = ?", (obj.name, obj.create_sql, obj.redacted_create_sql,
                                          json.dumps(obj.descriptor.to_json()), obj.id))
 
+    def set_dependencies(self, object_id: str, depends_on: tuple[str, ...]) -> None:
+        """What `object_id` depends on, now (ALTER CONNECTION may name other secrets)."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM dependencies WHERE object_id = ?", (object_id,))
+            db.executemany("INSERT OR IGNORE INTO dependencies VALUES (?, ?)",
+                           [(object_id, other) for other in depends_on])
+
     def delete(self, ids: list[str]) -> None:
         with self.transaction() as db:
             for object_id in ids:

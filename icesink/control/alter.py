@@ -10,6 +10,7 @@ from ..grammar.parser import parse_statement
 from ..grammar.render import name_sql, query, statement_sql, stored_sql, subsource_sql
 from ..recursion import deep_recursion
 from .binder import KIND_WORDS, Binder
+from .create import plan_alter_connection
 from .plans import DropPlan, NoticePlan, SetSecretPlan, UpdatePlan
 from .query import walk
 from .sinks import alter_sink_options
@@ -73,13 +74,16 @@ def _renamed(binder: Binder, obj: CatalogObject, old: str, new: str, is_self: bo
         return dataclasses.replace(restated(obj, statement), name=new if is_self else obj.name)
 
 
-def plan_alter(binder: Binder, stmt: ast.Alter):
+def plan_alter(binder: Binder, stmt: ast.Alter, default_validation: bool = True):
     kinds = _KINDS_FOR.get(stmt.kind, (stmt.kind,))
     status = f"ALTER {KIND_WORDS[stmt.kind].upper()}"
     if binder.find(stmt.name) is None and stmt.if_exists:
         return NoticePlan(f"{KIND_WORDS[stmt.kind]} '{stmt.name}' does not exist, skipping", status)
     obj = binder.lookup(stmt.name, kinds, KIND_WORDS[stmt.kind])
     action = stmt.action
+    if stmt.with_options and not (obj.kind == "connection" and isinstance(action, (ast.SetOptions,
+                                                                                  ast.ResetOptions))):
+        raise PlanError("WITH (…) applies only to ALTER CONNECTION … SET/RESET", stmt.with_options[0].pos)
     if isinstance(action, ast.RenameTo):
         binder.new_name(action.new_name)
         changed = [_renamed(binder, obj, obj.name, action.new_name.value, True)]
@@ -90,6 +94,8 @@ def plan_alter(binder: Binder, stmt: ast.Alter):
         if obj.kind != "secret":
             raise PlanError(f"ALTER {stmt.kind.upper()} … AS applies only to secrets", stmt.action_pos)
         return SetSecretPlan(obj, action.value.value)
+    if obj.kind == "connection":
+        return plan_alter_connection(binder, obj, stmt, default_validation)
     if obj.kind != "sink":
         raise PlanError(f"ALTER {stmt.kind.upper()} … SET/RESET is not supported; drop and create the "
                         f"{KIND_WORDS[obj.kind]} again", stmt.action_pos)

@@ -9,11 +9,12 @@ from dataclasses import replace
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast
 from ..grammar import render
+from ..grammar.parser import parse_statement
 from ..grammar.render import statement_sql, stored_sql, subsource_sql
 from . import options as opts
 from .binder import Binder
 from .intervals import parse_interval_ms
-from .plans import CreatePlan, NoticePlan
+from .plans import AlterConnectionPlan, CreatePlan, NoticePlan
 from .query import bind_query, walk
 from ..catalog_connections import CONNECTION_KINDS
 from ..model.options import Given
@@ -43,12 +44,45 @@ def plan_create_secret(binder: Binder, stmt: ast.CreateSecret):
 def plan_create_connection(binder: Binder, stmt: ast.CreateConnection, text: str, default_validation: bool):
     if binder.new_name(stmt.name, stmt.if_not_exists):
         return exists_notice("connection", stmt.name.name, "CREATE CONNECTION")
+    return _connection_plan(binder, stmt, len(text), default_validation)
+
+
+def plan_alter_connection(binder: Binder, obj, stmt: ast.Alter, default_validation: bool) -> AlterConnectionPlan:
+    """ALTER CONNECTION … SET (…) / RESET (…) / DROP (…) [WITH (VALIDATE = …)]: the connection as if created with
+    its options so changed, checked and (unless told not to) validated as a new one would be."""
+    created = parse_statement(obj.create_sql)
+    kind = CONNECTION_KINDS[created.connection_type]
+    action = stmt.action
+    if isinstance(action, ast.SetOptions):
+        named = {o.name for o in action.options}
+        options = tuple(o for o in created.options if o.name not in named) + action.options
+    else:
+        for option in action.names:
+            if option.name not in kind.options:
+                raise PlanError(f"unknown {kind.what} option {option.name}; the options are: "
+                                f"{', '.join(kind.options)}", option.pos)
+        named = {o.name for o in action.names}
+        options = tuple(o for o in created.options if o.name not in named)
+    altered = replace(created, options=options, with_options=stmt.with_options, if_not_exists=False)
+    try:
+        plan = _connection_plan(binder, altered, stmt.action_pos, default_validation)
+    except PlanError as exc:
+        if exc.pos is None or exc.pos < stmt.action_pos:  # about an option kept from the stored statement
+            exc.pos = stmt.action_pos
+        raise
+    kept = replace(altered, with_options=())
+    changed = replace(obj, create_sql=statement_sql(kept), redacted_create_sql=statement_sql(kept, redacted=True),
+                      descriptor=plan.descriptor)
+    return AlterConnectionPlan(changed, plan.depends_on, plan.validate, plan.notices)
+
+
+def _connection_plan(binder: Binder, stmt: ast.CreateConnection, end: int, default_validation: bool) -> CreatePlan:
     kind = CONNECTION_KINDS[stmt.connection_type]
     specs = kind.options
     given = opts.check_options(stmt.options, specs, kind.what)
     kind.check({name: Given(opts.stored_value(option, specs[name], str) if name != "AWS CONNECTION"
                             else opts.scalar(option), option.pos, option.value.pos)
-                for name, option in given.items()}, len(text))
+                for name, option in given.items()}, end)
     depends: list[str] = []
 
     def resolve_secret(name: ast.ObjectName) -> str:

@@ -18,8 +18,8 @@ from ..errors import CatalogError, IcesinkError, PlanError, first_line
 from .binder import KIND_WORDS
 from .copy_from import CopyError, read_rows
 from .postgres_source import resolve_subsources, resolve_table
-from .plans import (CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan, InsertRowsPlan, NoticePlan, QueryPlan,
-                            SetSecretPlan, SetVariablePlan, UpdatePlan, ValidatePlan, WritePlan)
+from .plans import (AlterConnectionPlan, CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan, InsertRowsPlan,
+                    NoticePlan, QueryPlan, SetSecretPlan, SetVariablePlan, UpdatePlan, ValidatePlan, WritePlan)
 from ..engine.ingest.postgres import copy_later, drop_slot, forget, replicated_relations, slot_name
 from ..engine.lifecycle import dropped
 from ..engine.sink import state_dir as sink_state_dir
@@ -150,6 +150,16 @@ class Executor:
         except sqlite3.IntegrityError:
             raise CatalogError(f"the name '{plan.objects[0].name}' was just taken by another session") from None
         return Result(plan.status)
+
+    def _AlterConnectionPlan(self, plan: AlterConnectionPlan) -> Result:
+        """Validated as the connection it becomes, then changed in one transaction; running sinks that use it
+        start again with it (the scheduler sees the change)."""
+        if plan.validate is not False:
+            connector_for(plan.connection, self.secret_value, self.catalog).validate()
+        with self.catalog.transaction():
+            self.catalog.update(plan.connection)
+            self.catalog.set_dependencies(plan.connection.id, plan.depends_on)
+        return Result("ALTER CONNECTION", notices=list(plan.notices))
 
     def _SetSecretPlan(self, plan: SetSecretPlan) -> Result:
         self.secrets.set(plan.secret.id, plan.value)

@@ -80,7 +80,7 @@ class Planner:
                                     "enable_iceberg_sink = true turns them on)", stmt.name.pos)
                 return plan_create_sink(b, stmt, text)
             case ast.Alter():
-                return plan_alter(b, stmt)
+                return plan_alter(b, stmt, self.settings("enable_default_connection_validation") == "true")
             case ast.Drop():
                 return plan_drop(b, stmt)
             case ast.ShowObjects():

@@ -44,6 +44,17 @@ class UpdatePlan:
 
 
 @dataclass
+class AlterConnectionPlan:
+    """ALTER CONNECTION … SET/RESET: the connection with its new options, what it now depends on, and whether to
+    validate it first (as CreatePlan.validate)."""
+
+    connection: CatalogObject
+    depends_on: tuple[str, ...]
+    validate: Optional[bool] = None
+    notices: list[str] = field(default_factory=list)
+
+
+@dataclass
 class SetSecretPlan:
     secret: CatalogObject
     value: str

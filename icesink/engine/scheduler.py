@@ -12,7 +12,7 @@ import os
 import shutil
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..catalog.store import Catalog
@@ -38,6 +38,7 @@ class _Slot:
     lifecycle: SinkLifecycle  # the sink's status in this process, whichever of its runners reports it
     runner: SinkRunner | None = None
     descriptor: object = None  # the sink's descriptor the runner started with
+    connections: dict = field(default_factory=dict)  # and those of the connections it reaches its table with
     failures: int = 0
     retry_at: float = 0.0
     fencing_checked_at: float = 0.0
@@ -119,9 +120,10 @@ class Scheduler:
                 slot = self.slots[sink_id] = _Slot(SinkLifecycle(self.catalog, sink_id))
             if slot.failed:
                 continue
-            if slot.runner is not None and slot.descriptor != sink.descriptor:
-                slot.runner.stop()  # ALTER SINK: resume from the committed progress with the new settings
-                slot.runner = None
+            if slot.runner is not None and (slot.descriptor != sink.descriptor
+                                            or slot.connections != self._connections(sink)):
+                slot.runner.stop()  # ALTER SINK or ALTER CONNECTION: resume from the committed progress with the
+                slot.runner = None  # new settings
             if slot.runner is not None and time.time() - slot.fencing_checked_at > FENCING_CHECK_SECONDS:
                 slot.fencing_checked_at = time.time()
                 if slot.runner.check_fenced():
@@ -153,9 +155,22 @@ class Scheduler:
             runner.lifecycle.running({"frontier": runner.frontier.to_json(), "version": runner.committer.version})
         slot.source_trouble = trouble
 
+    def _connections(self, sink) -> dict:
+        """The descriptors of the connections a sink reaches its table with: its catalog's, the AWS connection that
+        one names, and its USING AWS CONNECTION."""
+        found, pending = {}, [sink.descriptor.connection_id, sink.descriptor.aws_connection_id]
+        while pending:
+            connection_id = pending.pop()
+            connection = self.catalog.get_by_id(connection_id) if connection_id not in (None, *found) else None
+            if connection is not None:
+                found[connection_id] = connection.descriptor
+                reference = getattr(connection.descriptor.options, "aws_connection", None)
+                pending.append(reference.connection_id if reference is not None else None)
+        return found
+
     def _start(self, slot: _Slot, sink) -> None:
         runner = SinkRunner(self.catalog, sink, self.spark_factory(), self.secret, slot.lifecycle)
-        slot.descriptor = sink.descriptor
+        slot.descriptor, slot.connections = sink.descriptor, self._connections(sink)
         try:
             runner.start()
         except SinkFailed:  # the lifecycle recorded why

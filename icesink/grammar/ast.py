@@ -328,6 +328,7 @@ class Alter(Statement):
     action: Union[RenameTo, SetSecretValue, SetOptions, ResetOptions]
     if_exists: bool = False
     action_pos: int = _pos()
+    with_options: tuple[Option, ...] = ()  # ALTER CONNECTION … WITH (VALIDATE = false)
 
 
 @dataclass(frozen=True)

@@ -203,8 +203,11 @@ class AstBuilder(Transformer_NonRecursive):
         return ast.SetVariable(self._names(c)[0], c[-1], system=True)
 
     def alter(self, c):
-        kind, name, (action_node, action_pos) = c[1], self._one(c, ast.ObjectName), c[-1]
-        return ast.Alter(kind, name, action_node, self._has(c, _IF_EXISTS), action_pos)
+        with_opts = [x for x in c if isinstance(x, tuple) and x[0] == "with"]
+        action = [x for x in c if isinstance(x, tuple) and x[0] != "with"][-1]
+        kind, name, (action_node, action_pos) = c[1], self._one(c, ast.ObjectName), action
+        return ast.Alter(kind, name, action_node, self._has(c, _IF_EXISTS), action_pos,
+                         with_opts[0][1] if with_opts else ())
 
     def drop(self, c):
         behavior = [x for x in c if isinstance(x, str) and x in ("CASCADE", "RESTRICT")]
