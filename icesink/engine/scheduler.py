@@ -133,8 +133,8 @@ class Scheduler:
                 self._crashed(slot, sink)
                 if slot.failed:  # needs a user's action: starting it again would only record the failure again
                     continue
-            if slot.runner is None and time.time() >= slot.retry_at:
-                self._start(slot, sink)
+            if slot.runner is None and (time.time() >= slot.retry_at or slot.connections != self._connections(sink)):
+                self._start(slot, sink)  # when due, or at once when a connection it uses was altered since
             if slot.runner is not None and slot.runner.query is not None:
                 self._follow_source(slot, sink)
 

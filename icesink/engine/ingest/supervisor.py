@@ -27,6 +27,7 @@ class _Replication:
     failures: int = 0
     retry_at: float = 0.0
     failed: bool = False
+    connection: object = None  # the descriptor of the Postgres connection it started with
 
 
 class Ingestions:
@@ -51,6 +52,9 @@ class Ingestions:
                     o.id for o in replicated_relations(self.catalog, source_id)}:
                 state.ingestion.stop()  # a table was created from the source or dropped: it starts again once ended
                 continue
+            if state.thread is not None and state.thread.is_alive() and state.connection != self._connection(source):
+                state.ingestion.stop()  # ALTER CONNECTION: it starts again with the connection as it now is
+                continue
             if state.thread is not None and state.thread.is_alive():
                 if state.running is not None and not state.recorded_running:
                     self.catalog.record_status(source_id, "source", "running", details=state.running)
@@ -60,11 +64,16 @@ class Ingestions:
                 state.thread = None
                 self._stopped(source, state)
                 continue
-            if time.time() >= state.retry_at:
-                self._start(source, state)
+            if time.time() >= state.retry_at or state.connection != self._connection(source):
+                self._start(source, state)  # when due, or at once when its connection was altered since
+
+    def _connection(self, source):
+        connection = self.catalog.get_by_id(source.descriptor.connection_id)
+        return connection.descriptor if connection is not None else None
 
     def _start(self, source, state: _Replication) -> None:
         state.error, state.running, state.recorded_running = None, None, False
+        state.connection = self._connection(source)
         try:
             state.ingestion = PostgresIngestion(self.catalog, source, self.secret, self.spark_factory)
         except Exception as exc:
