@@ -68,7 +68,7 @@ HAND_WRITTEN = [
     ("CREATE SECRET s 'v'", 1, 17, "expected '.' or AS, found a string literal"),
     ("CREATE SECRET s AS v", 1, 20, "expected a string literal or decode('…', 'base64'), found a value that is not shown"),
     ("ALTER SECRET s TO 'v'", 1, 16, "found a value that is not shown"),  # what follows a secret's name
-    ("SHOW SINKZ", 1, 6, "found 'SINKZ'"),
+    ("SHOW CREATE SINKZ s", 1, 13, "found 'SINKZ'"),
     ("SELECT a FROM t WHERE", 1, 22, "expected an expression, found the end of the statement"),
     ("SELECT a FROM t ORDER a", 1, 23, "expected BY, found 'a'"),
     ("SELECT (1 + 2 FROM t", 1, 15, "found 'FROM'"),

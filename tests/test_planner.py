@@ -148,7 +148,7 @@ CASES = [
      "TICK INTERVAL: 'soon' is not an interval such as '500ms', '10s', '1min', '5 minutes' or '1h'"),
     ("CREATE SOURCE g FROM LOAD GENERATOR COUNTER (UP TO = 1.5)", "UP TO must be a whole number, not 1.5"),
     ("CREATE SOURCE g FROM LOAD GENERATOR COUNTER (SPEED = 3)",
-     "unknown load generator option SPEED; the options are: TICK INTERVAL, SCALE FACTOR, UP TO, SEED, MAX CARDINALITY, KEYS, BATCH SIZE"),
+     "unknown load generator option SPEED; the options are: TICK INTERVAL, SCALE FACTOR, UP TO, AS OF, SEED, MAX CARDINALITY, KEYS, BATCH SIZE"),
     ("CREATE SOURCE g FROM LOAD GENERATOR AUCTION FOR ALL TABLES", "subsource 'organizations' already exists"),
     ("CREATE SOURCE p FROM POSTGRES CONNECTION pg (TEXT COLUMNS (a.b))", "a Postgres source needs PUBLICATION 'name'"),
     ("CREATE SOURCE p FROM POSTGRES CONNECTION lake (PUBLICATION 'x')", "connection 'lake' is an Iceberg catalog connection, not a Postgres connection"),
@@ -164,7 +164,8 @@ CASES = [
     ("CREATE MATERIALIZED VIEW v AS SELECT * FROM missing", "unknown source, table or materialized view 'missing'"),
     ("CREATE MATERIALIZED VIEW v AS SELECT * FROM ICEBERG lake.a.b", "a materialized view cannot read an ICEBERG table"),
     # session settings
-    ("SET cluster = 'x'", "unknown configuration parameter \"cluster\"; known: enable_iceberg_sink, enable_default_connection_validation"),
+    ("SHOW SINKZ", "unknown configuration parameter \"sinkz\"; to list objects, SHOW SINKS"),
+    ("SET cluster = 'x'", "unknown configuration parameter \"cluster\"; known: enable_iceberg_sink, enable_default_connection_validation, enable_connection_validation_syntax, enable_create_table_from_source, enable_load_generator_counter, enable_load_generator_key_value, enable_collection_partition_by"),
     ("ALTER SYSTEM SET enable_iceberg_sink = 'sometimes'", "parameter \"enable_iceberg_sink\" takes true or false, not sometimes"),
     # ALTER / DROP
     ("ALTER SINK nothing SET (COMMIT INTERVAL = '1s')", "unknown sink 'nothing'"),
@@ -327,9 +328,11 @@ def test_materializes_feature_flags_are_recorded_and_shown(session, data_dir):
 
 def test_a_table_from_a_source_of_one_table_needs_no_reference(planned):
     """As in Materialize: the source's one table is implied, and the catalog keeps the statement with it named."""
-    planned.execute("CREATE TABLE customers_here FROM SOURCE shop")
+    planned.execute("CREATE SOURCE shop2 FROM POSTGRES CONNECTION pg (PUBLICATION 'icesink');"
+                    "CREATE TABLE customers_here FROM SOURCE shop2")
     assert rows(planned, "SHOW CREATE TABLE customers_here") == [
-        ("customers_here", "CREATE TABLE customers_here FROM SOURCE shop (REFERENCE = public.customers)")]
+        ("customers_here", "CREATE TABLE customers_here FROM SOURCE shop2 (REFERENCE = public.customers)")]
+    assert rows(planned, "SHOW COLUMNS FROM customers_here") == [("id", 0, "integer"), ("name", 1, "text")]
     planned.execute("CREATE SOURCE ticker FROM LOAD GENERATOR COUNTER; CREATE TABLE ticks FROM SOURCE ticker")
     assert rows(planned, "SHOW COLUMNS FROM ticks") == [("counter", 0, "bigint")]
     assert rows(planned, "SHOW CREATE TABLE ticks") == [("ticks", "CREATE TABLE ticks FROM SOURCE ticker")]

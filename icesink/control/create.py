@@ -263,10 +263,12 @@ def plan_create_table_from_source(binder: Binder, stmt: ast.CreateTableFromSourc
     if binder.new_name(stmt.name, stmt.if_not_exists):
         return exists_notice("table", stmt.name.name, "CREATE TABLE")
     source = binder.lookup(stmt.source, ("source",), "source")
-    if stmt.reference is None:
-        stmt = _implied_reference(binder, stmt, source)
-    if stmt.reference is None:  # a generator of one relation (COUNTER, KEY VALUE) is that relation
-        descriptor = TableDescriptor(source.descriptor.columns, source.descriptor.primary_key, source.id, None)
+    if stmt.reference is None and source.type == "load-generator":
+        stmt = _implied_relation(stmt, source)
+    if stmt.reference is None:  # a generator of one relation (COUNTER, KEY VALUE) is that relation; a Postgres
+        # source's one published table is found when the upstream is asked (postgres_source.resolve_table)
+        descriptor = TableDescriptor(source.descriptor.columns, getattr(source.descriptor, "primary_key", ()),
+                                     source.id, None)
         return CreatePlan("table", "table", stmt.name.name, *_texts(stmt), descriptor, (source.id,))
     reference = ".".join(p.value for p in stmt.reference.parts)
     descriptor = TableDescriptor(None, (), source.id, reference)
@@ -282,22 +284,14 @@ def plan_create_table_from_source(binder: Binder, stmt: ast.CreateTableFromSourc
     return CreatePlan("table", "table", stmt.name.name, *_texts(stmt), descriptor, (source.id,))
 
 
-def _implied_reference(binder: Binder, stmt: ast.CreateTableFromSource, source) -> ast.CreateTableFromSource:
-    """CREATE TABLE … FROM SOURCE without (REFERENCE …), as Materialize takes it from a source of one table: that
-    table, written into the statement the catalog keeps (a generator of one relation needs none)."""
-    if source.type == "load-generator":
-        if source.descriptor.columns is not None:
-            return stmt
-        tables = [r.name for r in LOAD_GENERATORS[source.descriptor.generator] if r.name]
-    else:
-        tables = [d.descriptor.upstream for d in binder.catalog.dependents(source.id) if d.kind == "subsource"]
-    if len(tables) != 1:
-        raise PlanError(f"source '{source.name}' has {len(tables)} tables ({', '.join(sorted(tables)) or 'none'}): "
-                        f"name one with (REFERENCE …)", stmt.source.end)
-    at = stmt.source.end
-    parts = tuple(ast.Name(part, part != part.lower() or not part.isidentifier(), at, at)
-                  for part in tables[0].split(".", 1))
-    return replace(stmt, reference=ast.ObjectName(parts))
+def _implied_relation(stmt: ast.CreateTableFromSource, source) -> ast.CreateTableFromSource:
+    """CREATE TABLE … FROM SOURCE without (REFERENCE …) on a load generator, as Materialize takes it: a generator of
+    one relation is that relation; one of several is refused, naming them."""
+    if source.descriptor.columns is not None:
+        return stmt
+    tables = [r.name for r in LOAD_GENERATORS[source.descriptor.generator] if r.name]
+    raise PlanError(f"source '{source.name}' has {len(tables)} tables ({', '.join(sorted(tables))}): name one with "
+                    "(REFERENCE …)", stmt.source.end)
 
 
 def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedView):

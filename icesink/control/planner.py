@@ -1,6 +1,8 @@
 """Binds parsed statements to catalog objects, enforces the dialect's rules (README: The dialect), and produces plans."""
 from __future__ import annotations
 
+import difflib
+
 from ..catalog.store import Catalog
 from ..errors import PlanError
 from ..grammar import ast
@@ -27,6 +29,18 @@ def _known(name: ast.Name) -> str:
     if name.value not in SETTINGS:
         raise PlanError(f"unknown configuration parameter \"{name.value}\"; known: {', '.join(SETTINGS)}", name.pos)
     return name.value
+
+
+_SHOWN_OBJECTS = ("SECRETS", "CONNECTIONS", "SOURCES", "SUBSOURCES", "TABLES", "SINKS", "OBJECTS", "COLUMNS")
+
+
+def _shown(name: ast.Name) -> str:
+    """SHOW name: a setting's; a word close to an object kind is taken for a misspelt SHOW SINKS and the like."""
+    close = difflib.get_close_matches(name.value.upper(), _SHOWN_OBJECTS, n=1, cutoff=0.7)
+    if name.value not in SETTINGS and close:
+        raise PlanError(f"unknown configuration parameter \"{name.value}\"; to list objects, SHOW {close[0]}",
+                        name.pos)
+    return _known(name)
 
 
 def setting_value(stmt: ast.SetVariable) -> str | None:
@@ -90,8 +104,7 @@ class Planner:
             case ast.ShowColumns():
                 return plan_show_columns(b, stmt)
             case ast.ShowVariable():
-                name = _known(stmt.name)
-                return QueryPlan(f"SELECT ? AS {name}", (self.settings(name),))
+                return QueryPlan(f"SELECT ? AS {_shown(stmt.name)}", (self.settings(stmt.name.value),))
             case ast.Insert() | ast.Update() | ast.Delete():
                 return plan_write(b, stmt, text)
             case ast.Copy():

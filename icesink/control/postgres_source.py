@@ -9,7 +9,9 @@ from ..catalog_connections.postgres_upstream import (UpstreamColumn, UpstreamTab
                                                      may_read, publication_exists, published_tables, table_exists)
 from ..catalog.store import CatalogObject
 from ..errors import PlanError, first_line
-from ..grammar.render import subsource_sql
+from ..grammar import ast
+from ..grammar.parser import parse_statement
+from ..grammar.render import statement_sql, subsource_sql
 from ..model.descriptors import PostgresSourceDescriptor, SubsourceDescriptor, referenced_column
 from ..model.postgres_types import replicated_type
 from ..model.types import Column
@@ -42,6 +44,8 @@ def resolve_table(plan: CreatePlan, source: CatalogObject, connector, replicated
     table its REFERENCE names (`replicated`: the upstream tables the source already replicates, and as what)."""
     import psycopg
 
+    if plan.descriptor.upstream is None:  # no REFERENCE: the publication's one table
+        _implied_reference(plan, source, connector)
     parts = plan.descriptor.upstream.split(".")
     if len(parts) == 3:
         if parts[0] != connector.database:
@@ -62,6 +66,29 @@ def resolve_table(plan: CreatePlan, source: CatalogObject, connector, replicated
                         f"'{connector.name}' failed: {first_line(exc)}") from None
     columns, key = _columns(source.name, table, source.descriptor)
     plan.descriptor = dataclasses.replace(plan.descriptor, columns=columns, primary_key=key, upstream=qualified)
+
+
+def _implied_reference(plan: CreatePlan, source: CatalogObject, connector) -> None:
+    """As Materialize takes CREATE TABLE … FROM SOURCE without (REFERENCE …) from a source whose publication has
+    one table: that table, written into the statement the catalog keeps."""
+    import psycopg
+
+    try:
+        with connector.connect() as connection:
+            published = published_tables(connection, source.descriptor.publication)
+    except psycopg.Error as exc:
+        raise PlanError(f"source '{source.name}': reading the upstream catalog through connection "
+                        f"'{connector.name}' failed: {first_line(exc)}") from None
+    if len(published) != 1:
+        names = ", ".join(sorted(f"{schema}.{name}" for schema, name in published)) or "none"
+        raise PlanError(f"source '{source.name}': publication '{source.descriptor.publication}' has "
+                        f"{len(published)} tables ({names}): name one with (REFERENCE …)")
+    (schema, name), = published
+    statement = parse_statement(plan.create_sql)
+    statement = dataclasses.replace(statement, reference=ast.ObjectName((ast.Name(schema, quoted=True),
+                                                                         ast.Name(name, quoted=True))))
+    plan.create_sql, plan.redacted_create_sql = statement_sql(statement), statement_sql(statement, redacted=True)
+    plan.descriptor = dataclasses.replace(plan.descriptor, upstream=f"{schema}.{name}")
 
 
 def _upstream_tables(source_name: str, source: PostgresSourceDescriptor, connector, wanted_of) -> list[UpstreamTable]:
