@@ -173,3 +173,30 @@ def test_subqueries_in_expressions_read_engine_tables(session, sql, expected):
     session.execute("CREATE TABLE a (x int); CREATE TABLE b (x int); INSERT INTO a VALUES (1), (2);"
                     "INSERT INTO b VALUES (2), (3)")
     assert rows(session, sql) == expected
+
+
+def test_insert_select_loads_rows_in_bulk_with_postgres_functions(session):
+    """As Materialize's scripts load test data: INSERT … SELECT over generate_series, with Postgres's functions."""
+    session.execute("CREATE TABLE t (id bigint NOT NULL, note text, at timestamp, PRIMARY KEY (id))")
+    session.execute("INSERT INTO t SELECT n, concat(left(md5(n::text), 6), '-', repeat('x', 2), NULL), "
+                    "'2024-03-05 10:11:12.5' FROM generate_series(1, 1000) AS n")
+    assert rows(session, "SELECT count(*), min(id), max(id), count(DISTINCT note) FROM t") == [(1000, 1, 1000, 1000)]
+    assert rows(session, "SELECT note FROM t WHERE id = 1") == [("c4ca42-xx",)]  # md5('1') begins c4ca42
+    session.execute("INSERT INTO t SELECT generate_series(2001, 2010, 3), lpad('7', 3, '0'), NULL")
+    assert rows(session, "SELECT id, note FROM t WHERE id > 2000 ORDER BY id") == [
+        (2001, "007"), (2004, "007"), (2007, "007"), (2010, "007")]
+    assert rows(session, "SELECT date_trunc('hour', at), date_trunc('month', at), right('abcdef', -2), "
+                         "split_part('a,b,c', ',', 2) FROM t WHERE id = 1") == [
+        ("2024-03-05 10:00:00", "2024-03-01 00:00:00", "cdef", "b")]
+    assert rows(session, "SELECT k FROM generate_series(5, 1, -2) k") == [(5,), (3,), (1,)]
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("SELECT * FROM unnest(1)", "the table function unnest() is not supported yet; generate_series() is"),
+    ("SELECT date_trunc('fortnight', '2024-01-01')", 'unit "fortnight" not recognized for date_trunc; one of '
+     "microseconds, milliseconds, second, minute, hour, day, week, month, quarter, year, decade, century, millennium"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT * FROM generate_series(1, 3)",
+     "a materialized view over the table function generate_series() is not supported yet"),
+])
+def test_functions_outside_what_runs_are_refused_by_name(session, sql, message):
+    assert error_of(session, sql).message == message

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import CatalogError
 from .private import private_file
+from .sql_functions import FUNCTIONS as POSTGRES_FUNCTIONS
 
 BUSY_SECONDS = 30
 
@@ -88,6 +89,8 @@ def connect_wal(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_SECONDS, check_same_thread=False)
     for name, function in FUNCTIONS.items():
         db.create_function(name, 2, sql_function(function), deterministic=True)
+    for name, (arguments, function) in POSTGRES_FUNCTIONS.items():
+        db.create_function(name, arguments, sql_function(function), deterministic=True)
     deadline = time.monotonic() + BUSY_SECONDS
     while True:
         try:

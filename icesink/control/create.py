@@ -303,10 +303,13 @@ def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedVi
             raise PlanError("a materialized view cannot read an ICEBERG table", ref.name.pos)
         return binder.relation(ref.name)[1]
 
-    shown = next((node for node in walk(stmt.query) if isinstance(node, ast.ShowRef)), None)
-    if shown is not None:
-        raise PlanError("a materialized view cannot read SHOW CREATE: it shows the catalog as it is, not a "
-                        "relation that changes", shown.show.name.pos)
+    for node in walk(stmt.query):
+        if isinstance(node, ast.ShowRef):
+            raise PlanError("a materialized view cannot read SHOW CREATE: it shows the catalog as it is, not a "
+                            "relation that changes", node.show.name.pos)
+        if isinstance(node, ast.FunctionRef):
+            raise NotSupportedYet(f"a materialized view over the table function {node.call.name.value}() is not "
+                                  "supported yet", node.call.name.pos)
 
     bound = bind_query(stmt.query, resolve)
     descriptor = ViewDescriptor(stored_sql(render.query(stmt.query)), bound.columns,

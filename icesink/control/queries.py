@@ -70,13 +70,80 @@ def _postgres_arithmetic(tree: exp.Expression) -> exp.Expression:
     return tree.transform(replace)
 
 
+# Postgres's functions SQLite lacks, by sqlglot's node for them: the name registered in catalog/sql_functions.py, and
+# the node's arguments in their order
+_FUNCTION_NAMES = {exp.Repeat: ("repeat", ("this", "times")), exp.Left: ("icesink_left", ("this", "expression")),
+                   exp.Right: ("icesink_right", ("this", "expression")), exp.MD5: ("md5", ("this",)),
+                   exp.Concat: ("icesink_concat", ("expressions",)),
+                   exp.SplitPart: ("split_part", ("this", "delimiter", "part_index")),
+                   exp.Pad: (None, ("this", "expression", "fill_pattern"))}
+
+
+def _arguments(node: exp.Expression, names: tuple[str, ...]) -> list[exp.Expression]:
+    found = []
+    for name in names:
+        value = node.args.get(name)
+        found.extend(value if isinstance(value, list) else [value] if value is not None else [])
+    return found
+
+
+def _postgres_functions(tree: exp.Expression) -> exp.Expression:
+    """Calls of Postgres's functions as SQLite runs them: the functions SQLite lacks by the names they are
+    registered as, and `generate_series` in a select list as a series joined to the rest of the query."""
+    def replace(node: exp.Expression) -> exp.Expression:
+        known = _FUNCTION_NAMES.get(type(node))
+        if known is not None:
+            name = known[0] or ("lpad" if node.args.get("is_left") else "rpad")
+            # a replaced node's arguments are not visited again: they are converted here
+            return exp.Anonymous(this=name, expressions=[a.transform(replace) for a in _arguments(node, known[1])])
+        if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
+            unit = node.args.get("unit")
+            unit = exp.Literal.string(unit.name if isinstance(unit, (exp.Var, exp.Literal)) else str(unit))
+            return exp.Anonymous(this="icesink_date_trunc", expressions=[unit, node.this.transform(replace)])
+        return node
+    tree = tree.transform(replace)
+    for select in list(tree.find_all(exp.Select)):
+        _series_joined(select)
+    return tree
+
+
+def _series(call: exp.Expression, column: str) -> exp.Expression:
+    """generate_series(start, end[, step]) as a recursive query SQLite runs, its values in `column`."""
+    start, end = (call.args[k].sql("sqlite") for k in ("start", "end"))
+    step = (call.args.get("step") or exp.Literal.number(1)).sql("sqlite")
+    return sqlglot.parse_one(
+        f"SELECT value AS {exp.to_identifier(column).sql('sqlite')} FROM (WITH RECURSIVE s(value) AS (SELECT "
+        f"{start} UNION ALL SELECT value + ({step}) FROM s WHERE CASE WHEN ({step}) > 0 THEN value + ({step}) <= "
+        f"({end}) ELSE value + ({step}) >= ({end}) END) SELECT value FROM s)", read="sqlite")
+
+
+def _series_joined(select: exp.Select) -> None:
+    """generate_series as Postgres runs it: in FROM, a relation of one column named as its alias; in a select list,
+    a row per value, joined to the rest of the query (its arguments constant)."""
+    for table in list(select.find_all(exp.Table)):
+        if isinstance(table.this, (exp.ExplodingGenerateSeries, exp.GenerateSeries)):
+            name = table.alias or "generate_series"
+            table.replace(exp.Subquery(this=_series(table.this, name),
+                                       alias=exp.TableAlias(this=exp.to_identifier(name))))
+    calls = [c for e in select.expressions for c in e.find_all(exp.ExplodingGenerateSeries, exp.GenerateSeries)]
+    for index, call in enumerate(calls):
+        alias = f"_icesink_series{index}"
+        value = exp.column("value", table=alias)
+        relation = exp.Subquery(this=_series(call, "value"), alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        call.replace(exp.alias_(value, "generate_series") if call.parent is select else value)
+        if select.args.get("from_") is None:
+            select.set("from_", exp.From(this=relation))
+        else:
+            select.append("joins", exp.Join(this=relation, kind="CROSS"))
+
+
 def sqlite_sql(tree: exp.Expression) -> str:
     """A statement's tree as SQLite runs it: columns lose schema qualifiers (system views live in one schema here),
-    arithmetic follows Postgres."""
+    arithmetic and functions follow Postgres."""
     for column in tree.find_all(exp.Column):
         column.set("db", None)
         column.set("catalog", None)
-    return _postgres_arithmetic(tree).sql(dialect="sqlite")
+    return _postgres_functions(_postgres_arithmetic(tree)).sql(dialect="sqlite")
 
 
 def sqlite_tables(binder: Binder, refs: list[ast.TableRef]) -> tuple[Callable, bool]:
@@ -125,7 +192,16 @@ def _with_shows(binder: Binder, name_table: Callable) -> Callable:
     return name
 
 
+def check_table_functions(query: ast.Query) -> None:
+    """generate_series is the one table function that runs (as SQLite runs it: queries.py `_series`)."""
+    for node in walk(query):
+        if isinstance(node, ast.FunctionRef) and node.call.name.value != "generate_series":
+            raise NotSupportedYet(f"the table function {node.call.name.value}() is not supported yet; "
+                                  "generate_series() is", node.call.name.pos)
+
+
 def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | IcebergQueryPlan:
+    check_table_functions(stmt.query)
     refs = table_refs(stmt.query)
     shows = [node for node in walk(stmt.query) if isinstance(node, ast.ShowRef)]
     if any(ref.iceberg for ref in refs):

@@ -17,7 +17,7 @@ from .copy_from import FORMATS, CopyOptions
 from .plans import CopyPlan, InsertRowsPlan, WritePlan
 from ..grammar import render
 from ..grammar.render import identifier
-from .queries import column_positions, engine_table_storage, sqlite_sql, sqlite_tables
+from .queries import check_table_functions, column_positions, engine_table_storage, sqlite_sql, sqlite_tables
 from .query import table_refs
 
 INPUT_FUNCTION = "icesink_in"
@@ -167,6 +167,7 @@ def plan_write(binder: Binder, stmt, text: str):
     if isinstance(stmt, ast.Insert):
         name_table = None
         if stmt.query is not None:
+            check_table_functions(stmt.query)
             refs = table_refs(stmt.query)
             for ref in refs:
                 if engine_table_storage(binder, ref) is None:

@@ -242,6 +242,13 @@ class SubqueryRef:
 
 
 @dataclass(frozen=True)
+class FunctionRef:
+    """A table function in FROM: `generate_series(1, 10) AS n`."""
+    call: "FunctionCall"
+    alias: Optional[Name] = None
+
+
+@dataclass(frozen=True)
 class ShowRef:
     """`FROM (SHOW CREATE …)`, as Materialize's scripts read a statement's text."""
     show: "ShowCreate"
@@ -251,7 +258,7 @@ class ShowRef:
 @dataclass(frozen=True)
 class Join:
     kind: str  # 'INNER', 'LEFT', 'RIGHT', 'FULL', 'CROSS'
-    right: Union[TableRef, SubqueryRef]
+    right: Union[TableRef, SubqueryRef, "FunctionRef", "ShowRef"]
     on: Optional[object] = None
     using: tuple[Name, ...] = ()
 

@@ -187,6 +187,11 @@ def _relation(item, name_table: TableNamer) -> exp.Expression:
     """A relation of FROM: a table, a subquery, or what a `(SHOW …)` shows (which only the namer knows)."""
     if isinstance(item, ast.SubqueryRef):
         return exp.Subquery(this=query(item.query, name_table), alias=exp.TableAlias(this=identifier(item.alias)))
+    if isinstance(item, ast.FunctionRef):
+        node = exp.Table(this=_function(item.call))
+        if item.alias is not None:
+            node.set("alias", exp.TableAlias(this=identifier(item.alias)))
+        return node
     node = name_table(item)
     if item.alias is not None:
         node.set("alias", exp.TableAlias(this=identifier(item.alias)))

@@ -482,6 +482,10 @@ class AstBuilder(Transformer_NonRecursive):
     def subquery_ref(self, c):
         return ast.SubqueryRef(c[0], c[1])
 
+    def function_ref(self, c):
+        alias = c[-1] if len(c) > 1 and isinstance(c[-1], ast.Name) else None
+        return ast.FunctionRef(self.function_call(c[:-1] if alias is not None else c), alias)
+
     def show_ref(self, c):
         return ast.ShowRef(c[0], c[1] if len(c) > 1 else None)
 
@@ -498,7 +502,7 @@ class AstBuilder(Transformer_NonRecursive):
         kind = [x[1] for x in c if isinstance(x, tuple) and x[0] == "join_type"]
         on = [x[1] for x in c if isinstance(x, tuple) and x[0] == "on"]
         using = [x[1] for x in c if isinstance(x, tuple) and x[0] == "using"]
-        right = [x for x in c if isinstance(x, (ast.TableRef, ast.SubqueryRef))][0]
+        right = [x for x in c if isinstance(x, (ast.TableRef, ast.SubqueryRef, ast.FunctionRef, ast.ShowRef))][0]
         return ast.Join(kind[0] if kind else "INNER", right, on[0] if on else None, using[0] if using else ())
 
     def from_item(self, c):

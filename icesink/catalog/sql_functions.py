@@ -1,0 +1,123 @@
+"""Postgres's scalar functions that SQLite lacks, as SQLite functions: queries over engine tables and system views,
+and INSERT … SELECT, run on SQLite (control/queries.py turns the calls into these names). Values arrive as SQLite
+holds them: text in Postgres's output form for timestamps, numbers as numbers; NULL in gives NULL out, except for
+concat, which skips NULLs as Postgres does."""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+
+
+def repeat(text, count):
+    if text is None or count is None:
+        return None
+    return str(text) * max(0, int(count))
+
+
+def left(text, count):
+    """The first `count` characters; all but the last -`count` when negative."""
+    if text is None or count is None:
+        return None
+    return str(text)[:int(count)]
+
+
+def right(text, count):
+    """The last `count` characters; all but the first -`count` when negative."""
+    if text is None or count is None:
+        return None
+    text, count = str(text), int(count)
+    return (text[-count:] if count else "") if count >= 0 else text[-count:]
+
+
+def md5(text):
+    return None if text is None else hashlib.md5(_text(text).encode()).hexdigest()
+
+
+def concat(*values):
+    return "".join(_text(v) for v in values if v is not None)
+
+
+def lpad(text, length, fill=" "):
+    return _pad(text, length, fill, left=True)
+
+
+def rpad(text, length, fill=" "):
+    return _pad(text, length, fill, left=False)
+
+
+def _pad(text, length, fill, left: bool):
+    if text is None or length is None or fill is None:
+        return None
+    text, length = str(text), int(length)
+    if length <= len(text) or not fill:
+        return text[:max(0, length)]
+    padding = (fill * (length // len(fill) + 1))[:length - len(text)]
+    return padding + text if left else text + padding
+
+
+def split_part(text, delimiter, index):
+    if text is None or delimiter is None or index is None:
+        return None
+    parts = str(text).split(str(delimiter)) if delimiter else [str(text)]
+    index = int(index)
+    if index == 0:
+        raise ValueError("field position must not be zero")
+    chosen = index - 1 if index > 0 else len(parts) + index
+    return parts[chosen] if 0 <= chosen < len(parts) else ""
+
+
+_TIMESTAMP = re.compile(r"^(\d{4,})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(\.\d+)?)?(.*)$")
+_UNITS = ("microseconds", "milliseconds", "second", "minute", "hour", "day", "week", "month", "quarter", "year",
+          "decade", "century", "millennium")
+
+
+def date_trunc(unit, value):
+    """date_trunc('hour', ts) on a timestamp or date in Postgres's text form; the result keeps its time zone."""
+    if unit is None or value is None:
+        return None
+    unit = str(unit).lower().rstrip("s") if str(unit).lower() not in _UNITS else str(unit).lower()
+    unit = {"microsecond": "microseconds", "millisecond": "milliseconds"}.get(unit, unit)
+    if unit not in _UNITS:
+        raise ValueError(f"unit \"{unit}\" not recognized for date_trunc; one of {', '.join(_UNITS)}")
+    found = _TIMESTAMP.match(str(value))
+    if found is None:
+        raise ValueError(f"date_trunc takes a timestamp or a date, not {value!r}")
+    year, month, day, hour, minute, second, fraction, zone = found.groups()
+    moment = dt.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
+                         int(round(float(fraction or 0) * 1_000_000)))
+    if unit in ("millennium", "century", "decade"):
+        size = {"millennium": 1000, "century": 100, "decade": 10}[unit]
+        first = (moment.year - 1) // size * size + 1 if unit != "decade" else moment.year // 10 * 10
+        moment = dt.datetime(first, 1, 1)
+    elif unit == "year":
+        moment = dt.datetime(moment.year, 1, 1)
+    elif unit == "quarter":
+        moment = dt.datetime(moment.year, (moment.month - 1) // 3 * 3 + 1, 1)
+    elif unit == "month":
+        moment = dt.datetime(moment.year, moment.month, 1)
+    elif unit == "week":
+        moment = dt.datetime.combine(moment.date() - dt.timedelta(days=moment.weekday()), dt.time())
+    else:
+        keep = {"day": 3, "hour": 4, "minute": 5, "second": 6, "milliseconds": 7, "microseconds": 7}[unit]
+        fields = [moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second,
+                  moment.microsecond // 1000 * 1000 if unit == "milliseconds" else moment.microsecond][:keep]
+        moment = dt.datetime(*fields)
+    text = moment.strftime("%Y-%m-%d %H:%M:%S")
+    if moment.microsecond:
+        text += f".{moment.microsecond:06d}".rstrip("0")
+    return text + zone
+
+
+def _text(value) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return repr(value)
+    return str(value)
+
+
+# name in SQLite: (number of arguments, -1 for any; the function)
+FUNCTIONS = {
+    "repeat": (2, repeat), "icesink_left": (2, left), "icesink_right": (2, right), "md5": (1, md5),
+    "icesink_concat": (-1, concat), "lpad": (-1, lpad), "rpad": (-1, rpad), "split_part": (3, split_part),
+    "icesink_date_trunc": (2, date_trunc),
+}
