@@ -27,7 +27,7 @@ demo-postgres: $(STAMP)
 	examples/postgres-demo.sh
 
 test: $(STAMP) $(SPARK35)
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q --durations=30
 
 clean:
 	rm -rf $(VENV) .venv-spark35 .demo .demo-s3tables .demo-postgres

@@ -137,7 +137,7 @@ def test_a_counter_as_of_a_tick_starts_with_the_ticks_before_it(runtime):
         CREATE SINK counter_log FROM counted INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'gen', TABLE 'counter')
           MODE APPEND WITH (COMMIT INTERVAL '1s');""")
     wait_for(lambda: committed_offset(runtime, "counter_log") >> 20 == 6, what="the ticks as of 5")
-    time.sleep(2)  # a commit or two more: no tick comes before the hour is up
+    time.sleep(1.5)  # a commit or so more: no tick comes before the hour is up
     assert committed_offset(runtime, "counter_log") >> 20 == 6
     counters = duckdb_rows(iceberg_table(runtime, "counter_log").metadata_location, "counter, _mz_diff", "1")
     assert counters == [(n, 1) for n in range(1, 7)]
@@ -183,7 +183,7 @@ def test_a_finite_input_ends_with_a_sealing_snapshot_and_an_empty_one_gives_one_
         scheduler.start()
         try:
             wait_for(lambda: sealed("five_log") and sealed("none_log") and started("empty_lake"), what="the seals")
-            time.sleep(2)  # commit intervals in which nothing more may come
+            time.sleep(1.5)  # commit intervals in which nothing more may come
             if run == 0:
                 first = {name: history(name) for name in ("five_log", "none_log", "empty_lake")}
             else:
