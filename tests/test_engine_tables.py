@@ -139,6 +139,14 @@ def test_numeric_values_compare_as_numbers(session):
     assert "duplicate" in error_of(session, "INSERT INTO prices VALUES (4, 10.0)").message.lower()
 
 
+@pytest.fixture
+def two_tables(session):
+    """Tables a (1, 2) and b (2, 3), one column x each."""
+    session.execute("CREATE TABLE a (x int); CREATE TABLE b (x int); INSERT INTO a VALUES (1), (2);"
+                    "INSERT INTO b VALUES (2), (3)")
+    return session
+
+
 @pytest.mark.parametrize("sql, expected", [
     ("(SELECT x FROM a) UNION ALL (SELECT x FROM b) ORDER BY x", [(1,), (2,), (2,), (3,)]),
     ("SELECT x FROM a UNION (SELECT x FROM b) ORDER BY x", [(1,), (2,), (3,)]),
@@ -146,12 +154,10 @@ def test_numeric_values_compare_as_numbers(session):
     ("SELECT x FROM ((SELECT x FROM a) INTERSECT (SELECT x FROM b)) s", [(2,)]),
     ("SELECT ((SELECT max(x) FROM a))", [(2,)]),
 ])
-def test_set_operations_take_parenthesized_operands(session, sql, expected):
+def test_set_operations_take_parenthesized_operands(two_tables, sql, expected):
     """As Materialize's scripts write them, in queries and views."""
-    session.execute("CREATE TABLE a (x int); CREATE TABLE b (x int); INSERT INTO a VALUES (1), (2);"
-                    "INSERT INTO b VALUES (2), (3)")
-    assert rows(session, sql) == expected
-    session.execute(f"CREATE MATERIALIZED VIEW v AS {sql.split(' ORDER BY')[0]}")
+    assert rows(two_tables, sql) == expected
+    two_tables.execute(f"CREATE MATERIALIZED VIEW v AS {sql.split(' ORDER BY')[0]}")
 
 
 @pytest.mark.parametrize("sql, message", [
@@ -169,10 +175,8 @@ def test_parenthesized_operands_that_would_change_meaning_are_refused(session, s
     ("SELECT x FROM b WHERE x IN (SELECT x FROM a)", [(2,)]),
     ("SELECT x FROM b WHERE EXISTS (SELECT 1 FROM a WHERE a.x = b.x)", [(2,)]),
 ])
-def test_subqueries_in_expressions_read_engine_tables(session, sql, expected):
-    session.execute("CREATE TABLE a (x int); CREATE TABLE b (x int); INSERT INTO a VALUES (1), (2);"
-                    "INSERT INTO b VALUES (2), (3)")
-    assert rows(session, sql) == expected
+def test_subqueries_in_expressions_read_engine_tables(two_tables, sql, expected):
+    assert rows(two_tables, sql) == expected
 
 
 def test_insert_select_loads_rows_in_bulk_with_postgres_functions(session):

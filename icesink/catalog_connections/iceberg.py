@@ -36,6 +36,12 @@ _REST_ONLY = ("CREDENTIAL", "TOKEN", "SCOPE", "OAUTH2 SERVER URL", "ACCESS DELEG
 S3_TABLES_URL = "https://s3tables.{region}.amazonaws.com/iceberg"
 
 
+def s3_tables_region(warehouse: str) -> str | None:
+    """The region a table bucket's ARN names (None for another form of warehouse, as an S3-compatible store's)."""
+    arn = re.match(r"^arn:aws[a-z-]*:s3tables:([a-z0-9-]+):", warehouse or "")
+    return arn.group(1) if arn else None
+
+
 def check(given, end: int) -> None:
     rules = Rules(given, PlanError)
     rules.required("CATALOG TYPE", "an Iceberg catalog connection needs CATALOG TYPE ('rest', 's3tablesrest', "
@@ -127,9 +133,8 @@ class IcebergCatalogConnector(Connector):
 
     def _s3tablesrest_properties(self) -> dict[str, str]:
         aws = self.aws()
-        arn = re.match(r"^arn:aws[a-z-]*:s3tables:([a-z0-9-]+):", self.options.warehouse)
         # the bucket's own region when the AWS connection names none (CREATE refused two that differ)
-        region = arn.group(1) if arn and not aws.options.region else aws.region
+        region = (not aws.options.region and s3_tables_region(self.options.warehouse)) or aws.region
         return {"type": "rest", "uri": self.options.url or S3_TABLES_URL.format(region=region),
                 "warehouse": self.options.warehouse, "rest.sigv4-enabled": "true", "rest.signing-name": "s3tables",
                 **aws.client_properties(), **self._s3_properties(),

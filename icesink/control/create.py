@@ -17,6 +17,7 @@ from .intervals import parse_interval_ms
 from .plans import AlterConnectionPlan, CreatePlan, NoticePlan
 from .query import bind_query, walk
 from ..catalog_connections import CONNECTION_KINDS
+from ..catalog_connections.iceberg import s3_tables_region
 from ..model.options import Given
 from ..model.descriptors import (ConnectionDescriptor, ConnectionRef, GeneratorSettings,
                                  LoadGeneratorDescriptor, PostgresSourceDescriptor, SubsourceDescriptor, TableDescriptor,
@@ -124,14 +125,13 @@ def _check_s3_tables_region(binder: Binder, given: dict) -> None:
     """An S3 Tables bucket is reached through its region's endpoint, signed for that region: an AWS connection of
     another region would be refused by AWS at the first request, so it is refused here (as Materialize does)."""
     warehouse = opts.scalar(given["WAREHOUSE"])
-    arn = re.match(r"^arn:aws[a-z-]*:s3tables:([a-z0-9-]+):", warehouse)  # an S3-compatible store's may be
-    # another form
-    if arn is None:
+    bucket_region = s3_tables_region(warehouse)
+    if bucket_region is None:
         return
     aws = binder.connection(given["AWS CONNECTION"].value.name, "aws")
     region = aws.descriptor.options.region
-    if region and region != arn.group(1):
-        raise PlanError(f"the S3 Tables bucket {warehouse} is in region {arn.group(1)}, but AWS connection "
+    if region and region != bucket_region:
+        raise PlanError(f"the S3 Tables bucket {warehouse} is in region {bucket_region}, but AWS connection "
                         f"'{aws.name}' is in region {region}: they must be in the same region",
                         given["WAREHOUSE"].value.pos)
 

@@ -120,8 +120,8 @@ class Scheduler:
                 slot = self.slots[sink_id] = _Slot(SinkLifecycle(self.catalog, sink_id))
             if slot.failed:
                 continue
-            if slot.runner is not None and (slot.descriptor != sink.descriptor
-                                            or slot.connections != self._connections(sink)):
+            altered = slot.connections != self._connections(sink)  # ALTER CONNECTION since its start
+            if slot.runner is not None and (slot.descriptor != sink.descriptor or altered):
                 slot.runner.stop()  # ALTER SINK or ALTER CONNECTION: resume from the committed progress with the
                 slot.runner = None  # new settings
             if slot.runner is not None and time.time() - slot.fencing_checked_at > FENCING_CHECK_SECONDS:
@@ -133,7 +133,7 @@ class Scheduler:
                 self._crashed(slot, sink)
                 if slot.failed:  # needs a user's action: starting it again would only record the failure again
                     continue
-            if slot.runner is None and (time.time() >= slot.retry_at or slot.connections != self._connections(sink)):
+            if slot.runner is None and (time.time() >= slot.retry_at or altered):
                 self._start(slot, sink)  # when due, or at once when a connection it uses was altered since
             if slot.runner is not None and slot.runner.query is not None:
                 self._follow_source(slot, sink)

@@ -52,7 +52,8 @@ class Ingestions:
                     o.id for o in replicated_relations(self.catalog, source_id)}:
                 state.ingestion.stop()  # a table was created from the source or dropped: it starts again once ended
                 continue
-            if state.thread is not None and state.thread.is_alive() and state.connection != self._connection(source):
+            altered = state.connection != self._connection(source)  # ALTER CONNECTION since its start
+            if state.thread is not None and state.thread.is_alive() and altered:
                 state.ingestion.stop()  # ALTER CONNECTION: it starts again with the connection as it now is
                 continue
             if state.thread is not None and state.thread.is_alive():
@@ -64,7 +65,7 @@ class Ingestions:
                 state.thread = None
                 self._stopped(source, state)
                 continue
-            if time.time() >= state.retry_at or state.connection != self._connection(source):
+            if time.time() >= state.retry_at or altered:
                 self._start(source, state)  # when due, or at once when its connection was altered since
 
     def _connection(self, source):

@@ -106,21 +106,19 @@ class Committer:
             properties = summary_properties(self.sink_id, self.version, upper,
                                             {"lower": after.to_json(), "upper": upper.to_json(),
                                              "rows": planned.rows})
-            expired = _expirable(table, None)  # the new snapshot holds this sink's progress
             try:
-                snapshot_id = commit_files(table, planned.removed, planned.added, properties, planned.deletes,
-                                           expired)
+                snapshot_id = self._progress_snapshot(table, properties, planned.removed, planned.added,
+                                                      planned.deletes)
             except CommitFailedException as exc:
                 log.info("sink %s: commit attempt %d lost a race (%s); planning again", self.sink_id, attempt, exc)
                 continue
-            self._retire(table, snapshot_id, planned.removed, expired)
             return Outcome(snapshot_id, False, upper, planned)
         raise CommitConflict(f"{MAX_ATTEMPTS} commit attempts in a row lost to concurrent commits")
 
     def mark(self, frontier: Frontier, sealed: bool = False) -> Optional[int]:
         """An empty snapshot that records this sink's progress at `frontier`: a new sink's first (so that an input
-        holding nothing yet still gives its table one snapshot), or the seal of a finite input the table now holds all of (`sealed`). Recorded once: None when the table
-        already says as much."""
+        holding nothing yet still gives its table one snapshot), or the seal of a finite input the table now holds
+        all of (`sealed`). Recorded once: None when the table already says as much."""
         for attempt in range(1, MAX_ATTEMPTS + 1):
             table = self.load_table()
             progress = latest_progress(table, self.sink_id)
@@ -133,15 +131,20 @@ class Committer:
                                             {"lower": frontier.to_json(), "upper": frontier.to_json(), "rows": 0})
             if sealed:
                 properties[SEALED] = "true"
-            expired = _expirable(table, None)
             try:
-                snapshot_id = commit_files(table, [], [], properties, (), expired)
+                return self._progress_snapshot(table, properties)
             except CommitFailedException as exc:
                 log.info("sink %s: marking attempt %d lost a race (%s)", self.sink_id, attempt, exc)
-                continue
-            self._retire(table, snapshot_id, [], expired)
-            return snapshot_id
         raise CommitConflict(f"{MAX_ATTEMPTS} commit attempts in a row lost to concurrent commits")
+
+    def _progress_snapshot(self, table, properties: dict, removed: list = (), added: list = (),
+                           deletes: list = ()) -> int:
+        """Commits one snapshot holding this sink's progress (it expires what is past KEEP_SNAPSHOTS); raises
+        CommitFailedException when another commit came first."""
+        expired = _expirable(table, None)  # the new snapshot holds this sink's progress
+        snapshot_id = commit_files(table, list(removed), list(added), properties, list(deletes), expired)
+        self._retire(table, snapshot_id, list(removed), expired)
+        return snapshot_id
 
     def fold(self, plan_fold: Callable[[object], Optional[tuple[list, list, list]]]) -> Optional[int]:
         """Commits a rewrite of files (the merge-on-read writer's folding) as a 'replace' snapshot, which holds the
