@@ -190,6 +190,19 @@ CASES = [
     ("INSERT INTO orders (nope) VALUES (1)", "column \"nope\" of table 'orders' does not exist"),
     ("INSERT INTO orders (id, customer) VALUES (1)", "INSERT has 1 values where 2 are expected"),
     ("UPDATE orders SET nope = 1", "column \"nope\" of table 'orders' does not exist"),
+    # qualified column references: the schema and database must be the relation's, an alias takes none
+    ("SELECT mz_internal.mz_sinks.id FROM mz_sinks",
+     "invalid reference to \"mz_internal.mz_sinks.id\": the query reads mz_sinks from materialize.mz_catalog, not mz_internal"),
+    ("SELECT other.public.orders.id FROM orders",
+     "invalid reference to \"other.public.orders.id\": the query reads orders from materialize.public, not other.public"),
+    ("SELECT public.o.id FROM orders o",
+     "invalid reference to \"public.o.id\": \"o\" is an alias or a subquery, which takes no schema; write o.id"),
+    ("SELECT public.orders.* FROM orders o",
+     "invalid reference to \"public.orders.*\": no relation \"orders\" in FROM; the query calls it \"o\""),
+    ("INSERT INTO orders (id) SELECT mz_catalog.orders.id + 1 FROM orders",
+     "invalid reference to \"mz_catalog.orders.id\": the query reads orders from materialize.public, not mz_catalog"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT x.orders.customer FROM orders",
+     "invalid reference to \"x.orders.customer\": the query reads orders from materialize.public, not x"),
 ]
 
 
@@ -200,6 +213,24 @@ def test_rule(planned, sql, message):
     assert error.message == message, error.format()
     assert error.position is not None and error.position.statement == 1
     assert rows(planned, "SELECT count(*) FROM mz_objects") == before  # nothing half-created
+
+
+def test_columns_are_qualified_by_schema_and_database(planned):
+    """As in Materialize's own tests: `schema.relation.column` and `database.schema.relation.column` everywhere a
+    column is named, `schema.relation.*` too."""
+    planned.execute("INSERT INTO orders (id, customer) VALUES (1, 'ann'), (2, 'bob');"
+                    "INSERT INTO orders (id, customer) SELECT materialize.public.orders.id + 10, public.orders.customer"
+                    " FROM public.orders WHERE public.orders.id = 2;"
+                    "CREATE MATERIALIZED VIEW named AS SELECT public.orders.id FROM materialize.public.orders")
+    assert rows(planned, "SELECT materialize.public.orders.id, public.orders.customer FROM orders "
+                         "ORDER BY public.orders.id") == [(1, "ann"), (2, "bob"), (12, "bob")]
+    assert rows(planned, "SELECT public.orders.* FROM orders WHERE id = 1")[0][:2] == (1, "ann")
+    assert rows(planned, "SELECT id FROM orders WHERE EXISTS (SELECT 1 FROM orders p WHERE p.id = "
+                         "public.orders.id + 10)") == [(2,)]  # the outer query's orders, from a subquery
+    assert rows(planned, "SELECT mz_catalog.mz_tables.name, mz_catalog.mz_columns.name FROM mz_catalog.mz_columns "
+                         "JOIN mz_tables ON mz_catalog.mz_columns.id = materialize.mz_catalog.mz_tables.id "
+                         "WHERE mz_tables.name = 'events' ORDER BY position") == [
+        ("events", "kind"), ("events", "at"), ("events", "_mz_diff")]
 
 
 def test_errors_point_at_the_offending_element(planned):

@@ -15,7 +15,7 @@ from . import options as opts
 from .binder import Binder
 from .intervals import parse_interval_ms
 from .plans import AlterConnectionPlan, CreatePlan, NoticePlan
-from .query import bind_query, walk
+from .query import bind_query, check_qualified_columns, walk
 from ..catalog_connections import CONNECTION_KINDS
 from ..catalog_connections.iceberg import s3_tables_region
 from ..model.options import Given
@@ -311,6 +311,7 @@ def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedVi
             raise NotSupportedYet(f"a materialized view over the table function {node.call.name.value}() is not "
                                   "supported yet", node.call.name.pos)
 
+    check_qualified_columns(stmt.query)
     bound = bind_query(stmt.query, resolve)
     descriptor = ViewDescriptor(stored_sql(render.query(stmt.query)), bound.columns,
                                 tuple(tuple(sorted(k)) for k in bound.unique_keys))

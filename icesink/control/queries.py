@@ -14,7 +14,7 @@ from ..engine.tables import is_engine_table, storage_name
 from ..grammar import render
 from ..grammar.render import identifier
 from .plans import IcebergQueryPlan, QueryPlan
-from .query import table_refs, walk
+from .query import check_qualified_columns, table_refs, walk
 
 _SYSTEM_SCHEMAS = ("mz_catalog", "mz_internal")
 _RUNTIME = "it runs on Spark, which arrives with the sink runtime"
@@ -209,6 +209,7 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
             raise NotSupportedYet("a query that joins ICEBERG tables with SHOW is not supported yet",
                                   shows[0].show.name.pos)
         return _plan_iceberg_query(binder, stmt, refs)
+    check_qualified_columns(stmt.query)
     name_table, engine_tables = sqlite_tables(binder, refs)
     if shows and engine_tables:
         raise NotSupportedYet("a query that joins engine tables with SHOW is not supported yet",

@@ -249,3 +249,68 @@ def bind_query(query: ast.Query, resolve: Resolver) -> BoundQuery:
         keys = [frozenset(c.name for c in columns)]
     return BoundQuery(tuple(columns), tuple(keys), tuple(relations))
 
+
+
+def check_qualified_columns(query: ast.Query, outer: tuple = ()) -> None:
+    """`schema.relation.column`, `database.schema.relation.column` and `schema.relation.*` must name a relation of
+    FROM by its own name, in the schema it is in; an alias takes no schema, and hides the name it stands for (as in
+    Postgres). `outer`: what the enclosing queries' FROM clauses expose, for a correlated subquery."""
+    for core in query.cores:
+        exposed = outer + tuple(_exposed(item) for f in core.from_items
+                                for item in (f.first, *(j.right for j in f.joins)))
+        order = query.order_by if len(query.cores) == 1 else ()
+        for node in _this_level((core, order)):
+            if isinstance(node, ast.Query):
+                check_qualified_columns(node, exposed)
+            elif isinstance(node, ast.ColumnRef) and len(node.parts) > 2:
+                _check_path(node.parts[:-1], ".".join(p.value for p in node.parts), node.pos, exposed)
+            elif isinstance(node, ast.Star) and node.schema:
+                path = (*node.schema, node.qualifier)
+                _check_path(path, ".".join(p.value for p in path) + ".*", node.pos, exposed)
+
+
+def _exposed(item) -> tuple[str, tuple[str, str] | None, str | None]:
+    """The name a FROM item goes by, the (database, schema) it is in (None for an alias), and the name an alias
+    hides."""
+    from ..catalog.schema import SCHEMA_OF_VIEW
+
+    alias = getattr(item, "alias", None)
+    if not isinstance(item, ast.TableRef):
+        return (alias.value if alias else "", None, None)
+    if alias is not None:
+        return (alias.value, None, item.name.name)
+    qualifier = item.name.qualifier
+    schema = (qualifier if len(qualifier) == 2 else ("materialize", qualifier[0]) if qualifier
+              else ("materialize", SCHEMA_OF_VIEW.get(item.name.name, "public")))
+    return (item.name.name, tuple(schema), None)
+
+
+def _check_path(path: tuple[ast.Name, ...], written: str, pos: int, exposed) -> None:
+    *prefix, relation = (p.value for p in path)
+    for name, schema, _ in reversed(exposed):  # the innermost FROM first
+        if name != relation:
+            continue
+        if schema is None:
+            raise PlanError(f"invalid reference to \"{written}\": \"{relation}\" is an alias or a subquery, which "
+                            f"takes no schema; write {relation}.{written.rsplit('.', 1)[1]}", pos)
+        if tuple(prefix) != schema[-len(prefix):]:
+            raise PlanError(f"invalid reference to \"{written}\": the query reads {relation} from "
+                            f"{'.'.join(schema)}, not {'.'.join(prefix)}", pos)
+        return
+    hidden = [alias for alias, _, hides in exposed if hides == relation]
+    hint = f"; the query calls it \"{hidden[-1]}\"" if hidden else ""
+    raise PlanError(f"invalid reference to \"{written}\": no relation \"{relation}\" in FROM{hint}", pos)
+
+
+def _this_level(clauses) -> Iterator[object]:
+    """The nodes of a SELECT's own clauses; a query nested in them is yielded, not entered."""
+    stack = [clauses]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.Query, ast.TableRef, ast.ShowRef)):
+            continue
+        if dataclasses.is_dataclass(node):
+            stack.extend(getattr(node, f.name) for f in reversed(dataclasses.fields(node)))
+        elif isinstance(node, tuple):
+            stack.extend(reversed(node))

@@ -18,7 +18,7 @@ from .plans import CopyPlan, InsertRowsPlan, WritePlan
 from ..grammar import render
 from ..grammar.render import identifier
 from .queries import check_table_functions, column_positions, engine_table_storage, sqlite_sql, sqlite_tables
-from .query import table_refs
+from .query import check_qualified_columns, table_refs
 
 INPUT_FUNCTION = "icesink_in"
 _STAGED = "_icesink_in"
@@ -168,6 +168,7 @@ def plan_write(binder: Binder, stmt, text: str):
         name_table = None
         if stmt.query is not None:
             check_table_functions(stmt.query)
+            check_qualified_columns(stmt.query)
             refs = table_refs(stmt.query)
             for ref in refs:
                 if engine_table_storage(binder, ref) is None:

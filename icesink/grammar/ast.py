@@ -226,6 +226,7 @@ class SelectItem:
 class Star:
     qualifier: Optional[Name] = None
     pos: int = _pos()
+    schema: tuple[Name, ...] = ()  # `materialize.public.t.*`: what names the relation's schema
 
 
 @dataclass(frozen=True)

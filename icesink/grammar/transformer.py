@@ -467,7 +467,8 @@ class AstBuilder(Transformer_NonRecursive):
         return ast.SelectItem(ast.Star())
 
     def qualified_star_item(self, c):
-        return ast.SelectItem(ast.Star(make_name(c[0]), c[0].start_pos))
+        names = tuple(make_name(t) for t in c)
+        return ast.SelectItem(ast.Star(names[-1], c[0].start_pos, names[:-1]))
 
     def expr_item(self, c):
         return ast.SelectItem(c[0], c[1] if len(c) > 1 else None)
