@@ -5,9 +5,12 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from pyiceberg.types import IntegerType
 
 import icesink
+from icesink.catalog_connections import connector_for
 from icesink.engine.scheduler import Scheduler
 from tests.conftest import rows
 from tests.readers import duckdb_rows
@@ -295,3 +298,56 @@ def test_each_commit_expires_old_snapshots_and_the_files_only_they_held_are_dele
     assert not [r.getMessage() for r in caplog.records if r.name.startswith("pyiceberg")]
     got = duckdb_rows(iceberg_table(runtime, "orders_lake").metadata_location, "id, name", "id")
     assert got == [(1, "v5"), (2, "last")]
+
+
+def test_a_column_added_to_a_table_appears_in_its_sinks_iceberg_tables(runtime):
+    """ALTER TABLE … ADD COLUMN: the sinks start again with the column, their Iceberg tables gain it (rows written
+    before hold null), and a sink whose Iceberg table is not its own to change says why it stops."""
+    runtime.execute(SETUP + """
+        INSERT INTO orders VALUES (1, 'a', 1.00), (2, 'b', 2.00);
+        CREATE SINK upserted FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'upserted')
+          KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+        CREATE SINK merged FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'merged')
+          KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s', WRITE MODE 'merge-on-read');
+        CREATE SINK logged FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'logged')
+          MODE APPEND WITH (COMMIT INTERVAL '1s');""")
+    for sink in ("upserted", "merged", "logged"):
+        wait_for(caught_up(runtime, sink, "orders"), what=f"{sink} to commit the first rows")
+    runtime.execute("ALTER TABLE orders ADD COLUMN note text; INSERT INTO orders VALUES (3, 'c', 3.00, 'new');"
+                    "UPDATE orders SET note = 'old' WHERE id = 1")
+    for sink in ("upserted", "merged", "logged"):
+        wait_for(caught_up(runtime, sink, "orders"), what=f"{sink} to commit the rows with the new column")
+    expected = [(1, "a", Decimal("1.00"), "old"), (2, "b", Decimal("2.00"), None), (3, "c", Decimal("3.00"), "new")]
+    for sink in ("upserted", "merged"):
+        assert duckdb_rows(iceberg_table(runtime, sink).metadata_location, "id, name, amount, note", "id") == expected
+    log = duckdb_rows(iceberg_table(runtime, "logged").metadata_location, "id, note, _mz_diff", "_mz_timestamp, id")
+    assert log[-2:] == [(1, None, -1), (1, "old", 1)] and (3, "new", 1) in log
+    assert "amount numeric(12,2), note text, PRIMARY KEY" in rows(runtime, "SHOW CREATE TABLE orders")[0][1]
+
+    history = rows(runtime, "SELECT DISTINCT h.status FROM mz_internal.mz_sink_status_history h "
+                            "JOIN mz_sinks s ON s.id = h.sink_id WHERE s.name IN ('upserted', 'merged', 'logged')")
+    assert ("stalled",) not in history and ("failed",) not in history  # each stopped where the column came
+
+    # an Iceberg table someone else wrote first is not the sink's to change: it stops and says what differs
+    lake = connector_for(runtime.catalog.get("lake"), runtime.executor.secret_value, runtime.catalog).load_catalog()
+    shared = lake.create_table("shop.shared", schema=pa.schema(
+        [pa.field("id", pa.int64(), nullable=False), ("name", pa.string()), ("amount", pa.decimal128(12, 2))]))
+    shared.append(pa.table({"id": [7], "name": ["elsewhere"], "amount": [Decimal("7.00")]},
+                           schema=shared.schema().as_arrow()))
+    runtime.execute("CREATE TABLE other (id bigint NOT NULL, name text, amount numeric(12,2), PRIMARY KEY (id));"
+                    "ALTER TABLE other ADD COLUMN extra int;"
+                    "CREATE SINK borrower FROM other INTO ICEBERG CATALOG CONNECTION lake "
+                    "(NAMESPACE 'shop', TABLE 'shared') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')")
+    error = wait_for(lambda: rows(runtime, "SELECT st.status, st.error FROM mz_internal.mz_sink_statuses st "
+                                           "JOIN mz_sinks s ON s.id = st.id WHERE s.name = 'borrower' "
+                                           "AND st.error IS NOT NULL"), what="the borrowing sink to stop")
+    assert error[0][0] == "failed"
+    assert "the Iceberg table shop.shared does not fit the sink: missing columns: extra int" in error[0][1]
+    # what the README says to do: give the Iceberg table the column, then ALTER the sink to start it again
+    with shared.update_schema() as update:
+        update.add_column("extra", IntegerType())
+    runtime.execute("INSERT INTO other VALUES (8, 'here', 8.00, 80);"
+                    "ALTER SINK borrower SET (COMMIT INTERVAL '2s')")
+    wait_for(caught_up(runtime, "borrower", "other"), what="the borrowing sink to start again")
+    assert duckdb_rows(iceberg_table(runtime, "borrower").metadata_location, "id, name, extra", "id") == [
+        (7, "elsewhere", None), (8, "here", 80)]

@@ -4,16 +4,18 @@ from __future__ import annotations
 import dataclasses
 
 from ..catalog.store import CatalogObject
-from ..errors import CatalogError, PlanError
+from ..engine.tables import is_engine_table
+from ..errors import CatalogError, NotSupportedYet, PlanError
 from ..grammar import ast
 from ..grammar.parser import parse_statement
 from ..grammar.render import name_sql, query, statement_sql, stored_sql, subsource_sql
 from ..recursion import deep_recursion
-from .binder import KIND_WORDS, Binder
+from .binder import KIND_WORDS, Binder, describe
 from .create import plan_alter_connection
-from .plans import DropPlan, NoticePlan, SetSecretPlan, UpdatePlan
+from .plans import AddColumnPlan, DropPlan, NoticePlan, SetSecretPlan, UpdatePlan
 from .query import walk
 from .sinks import alter_sink_options
+from .types import Column, normalize
 
 _KINDS_FOR = {"source": ("source", "subsource")}
 
@@ -94,6 +96,8 @@ def plan_alter(binder: Binder, stmt: ast.Alter, default_validation: bool = True)
         if obj.kind != "secret":
             raise PlanError(f"ALTER {stmt.kind.upper()} … AS applies only to secrets", stmt.action_pos)
         return SetSecretPlan(obj, action.value.value)
+    if isinstance(action, ast.AddColumn):
+        return _plan_add_column(binder, obj, stmt)
     if obj.kind == "connection":
         return plan_alter_connection(binder, obj, stmt, default_validation)
     if obj.kind != "sink":
@@ -101,6 +105,36 @@ def plan_alter(binder: Binder, stmt: ast.Alter, default_validation: bool = True)
                         f"{KIND_WORDS[obj.kind]} again", stmt.action_pos)
     descriptor, statement = alter_sink_options(obj, action)
     return UpdatePlan([restated(dataclasses.replace(obj, descriptor=descriptor), statement)], status)
+
+
+def _plan_add_column(binder: Binder, table: CatalogObject, stmt: ast.Alter):
+    """As Materialize and Postgres: a nullable column without a default, which rows already written hold as null."""
+    new = stmt.action.column
+    if table.kind != "table":
+        raise PlanError(f"ADD COLUMN applies only to tables; '{table.name}' is {describe(table)}", stmt.action_pos)
+    if not is_engine_table(table):
+        source = binder.catalog.get_by_id(table.descriptor.source_id)
+        raise PlanError(f"table '{table.name}' takes its columns from source '{source.name}', following its "
+                        "upstream table: it cannot add one of its own", stmt.action_pos)
+    name = new.name.value
+    if any(c.name == name for c in table.descriptor.columns):
+        if stmt.action.if_not_exists:
+            return NoticePlan(f"column \"{name}\" of table '{table.name}' already exists, skipping", "ALTER TABLE")
+        raise PlanError(f"column \"{name}\" of table '{table.name}' already exists", new.name.pos)
+    if new.primary_key or new.not_null:
+        raise PlanError(f"an added column cannot be {'a PRIMARY KEY' if new.primary_key else 'NOT NULL'}: the rows "
+                        f"already in table '{table.name}' hold null in it", new.name.pos)
+    if new.default is not None:
+        raise NotSupportedYet("column DEFAULT values are not supported yet", new.name.pos)
+    columns = (*table.descriptor.columns, Column(name, normalize(new.type)))
+    with deep_recursion():
+        statement = parse_statement(table.create_sql)
+    statement = dataclasses.replace(statement, columns=(*statement.columns, new))
+    altered = restated(dataclasses.replace(table, descriptor=dataclasses.replace(table.descriptor, columns=columns)),
+                       statement)
+    sinks = [dataclasses.replace(s, descriptor=dataclasses.replace(s.descriptor, columns=columns))
+             for s in binder.catalog.dependents(table.id) if s.kind == "sink"]
+    return AddColumnPlan(altered, sinks)
 
 
 def plan_drop(binder: Binder, stmt: ast.Drop):

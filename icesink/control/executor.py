@@ -18,8 +18,9 @@ from ..errors import CatalogError, IcesinkError, PlanError, first_line
 from .binder import KIND_WORDS
 from .copy_from import CopyError, read_rows
 from .postgres_source import resolve_subsources, resolve_table
-from .plans import (AlterConnectionPlan, CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan, InsertRowsPlan,
-                    NoticePlan, QueryPlan, SetSecretPlan, SetVariablePlan, UpdatePlan, ValidatePlan, WritePlan)
+from .plans import (AddColumnPlan, AlterConnectionPlan, CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan,
+                    InsertRowsPlan, NoticePlan, QueryPlan, SetSecretPlan, SetVariablePlan, UpdatePlan, ValidatePlan,
+                    WritePlan)
 from ..engine.ingest.postgres import copy_later, drop_slot, forget, replicated_relations, slot_name
 from ..engine.lifecycle import dropped
 from ..engine.sink import state_dir as sink_state_dir
@@ -150,6 +151,15 @@ class Executor:
         except sqlite3.IntegrityError:
             raise CatalogError(f"the name '{plan.objects[0].name}' was just taken by another session") from None
         return Result(plan.status)
+
+    def _AddColumnPlan(self, plan: AddColumnPlan) -> Result:
+        """The store's table first: were the catalog's transaction to fail, the store has a column no one writes,
+        which the same ALTER finds there and keeps."""
+        self.tables.evolve(plan.table.id, plan.table.descriptor.columns, {})
+        with self.catalog.transaction():
+            for obj in (plan.table, *plan.sinks):
+                self.catalog.update(obj)
+        return Result("ALTER TABLE")
 
     def _AlterConnectionPlan(self, plan: AlterConnectionPlan) -> Result:
         """Validated as the connection it becomes, then changed in one transaction; running sinks that use it

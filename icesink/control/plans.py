@@ -55,6 +55,15 @@ class AlterConnectionPlan:
 
 
 @dataclass
+class AddColumnPlan:
+    """ALTER TABLE … ADD COLUMN on an engine table: the table with its new column and statement, and its sinks with
+    the table's new columns (they start again with them, and their Iceberg tables gain the column)."""
+
+    table: CatalogObject
+    sinks: list[CatalogObject]
+
+
+@dataclass
 class SetSecretPlan:
     secret: CatalogObject
     value: str

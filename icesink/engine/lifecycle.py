@@ -8,7 +8,8 @@
 
 One SinkLifecycle belongs to one sink in one process (the scheduler's slot, shared by the runners it starts): it
 records a failure once, however many places notice it (a batch and the idle fencing check can both), and nothing
-after it: a failed sink stays failed until the user acts (another process's newer incarnation reports its own).
+after it: a failed sink stays failed until the user acts: an ALTER of the sink, of its input's columns or of a
+connection it uses starts it again (`retry`), and another process's newer incarnation reports its own.
 """
 from __future__ import annotations
 
@@ -52,6 +53,11 @@ class SinkLifecycle:
             self.failure = failure
         self._record("failed", str(failure))
         return True
+
+    def retry(self) -> None:
+        """The user changed what the sink runs with since it failed: it may start again."""
+        with self._lock:
+            self.failure = None
 
     def paused(self, reason: str) -> None:
         self._record("paused", details={"hints": [

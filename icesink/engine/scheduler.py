@@ -118,9 +118,12 @@ class Scheduler:
             slot = self.slots.get(sink_id)
             if slot is None:
                 slot = self.slots[sink_id] = _Slot(SinkLifecycle(self.catalog, sink_id))
-            if slot.failed:
-                continue
             altered = slot.connections != self._connections(sink)  # ALTER CONNECTION since its start
+            if slot.failed:
+                if slot.descriptor == sink.descriptor and not altered:
+                    continue  # needs a user's action; an ALTER of the sink, its input or a connection it uses is one
+                slot.lifecycle.retry()
+                slot.failures, slot.retry_at = 0, 0.0
             if slot.runner is not None and (slot.descriptor != sink.descriptor or altered):
                 slot.runner.stop()  # ALTER SINK or ALTER CONNECTION: resume from the committed progress with the
                 slot.runner = None  # new settings

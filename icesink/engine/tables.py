@@ -123,6 +123,9 @@ class TableStore:
                             " offset INTEGER NOT NULL, PRIMARY KEY (reader, table_id))")
             self.db.execute("CREATE TABLE IF NOT EXISTS log_floor (table_id TEXT PRIMARY KEY, offset INTEGER NOT NULL,"
                             " kept INTEGER NOT NULL)")  # kept: entries up to offset that the last compaction left
+            # the changes after `offset` hold `width` columns: a reader that knows fewer stops before them
+            self.db.execute("CREATE TABLE IF NOT EXISTS widened (table_id TEXT NOT NULL, offset INTEGER NOT NULL,"
+                            " width INTEGER NOT NULL, PRIMARY KEY (table_id, width))")
             self.db.execute("CREATE TABLE IF NOT EXISTS bases (table_id TEXT PRIMARY KEY, after INTEGER NOT NULL,"
                             " upto INTEGER NOT NULL, ts INTEGER NOT NULL, files TEXT NOT NULL, loaded INTEGER NOT NULL)")
 
@@ -202,6 +205,10 @@ class TableStore:
             added = [c for c in columns if c.name not in have]
             for column in added:
                 self.db.execute(f"ALTER TABLE {table} ADD COLUMN {_definition(Column(column.name, column.type))}")
+            if added:
+                found = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'changes'").fetchone()
+                self.db.execute("INSERT INTO widened VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                                (table_id, found[0] if found else 0, len(columns)))
             self._log_triggers(table_id, columns)
             for column in added:
                 if fills.get(column.name) is not None:
@@ -210,7 +217,7 @@ class TableStore:
     def drop(self, table_id: str) -> None:
         with self.transaction():
             self.db.execute(f"DROP TABLE IF EXISTS {quote(storage_name(table_id))}")
-            for table in ("changes", "acknowledged", "log_floor", "bases"):
+            for table in ("changes", "acknowledged", "log_floor", "bases", "widened"):
                 self.db.execute(f"DELETE FROM {table} WHERE table_id = ?", (table_id,))
         shutil.rmtree(base_dir(self.data_dir, table_id), ignore_errors=True)
 
@@ -265,10 +272,17 @@ class TableStore:
         cursor = self.db.execute(sql, params)
         return [d[0] for d in cursor.description or ()], cursor.fetchall()
 
-    def latest_offset(self, table_id: str) -> int:
+    def latest_offset(self, table_id: str, width: int | None = None) -> int:
+        """The newest change's offset; for a reader that knows `width` columns, the newest change it can read (the
+        table gained columns after it: it is started again with them)."""
         row = self.db.execute("SELECT max(offset) FROM changes WHERE table_id = ?", (table_id,)).fetchone()
         base = self.base(table_id)
-        return max(row[0] or 0, base.upto if base else 0)
+        latest = max(row[0] or 0, base.upto if base else 0)
+        if width is not None:
+            wider = self.db.execute("SELECT min(offset) FROM widened WHERE table_id = ? AND width > ?",
+                                    (table_id, width)).fetchone()[0]
+            latest = min(latest, wider) if wider is not None else latest
+        return latest
 
     def iter_changes(self, table_id: str, after: int, upto: int):
         """(offset, diff, ts, row values) with after < offset <= upto, in offset order."""

@@ -330,10 +330,16 @@ class ResetOptions:
 
 
 @dataclass(frozen=True)
+class AddColumn:
+    column: "ColumnDef"
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
 class Alter(Statement):
     kind: str  # 'secret', 'connection', 'source', 'table', 'materialized-view', 'sink', 'view'
     name: ObjectName
-    action: Union[RenameTo, SetSecretValue, SetOptions, ResetOptions]
+    action: Union[RenameTo, SetSecretValue, SetOptions, ResetOptions, AddColumn]
     if_exists: bool = False
     action_pos: int = _pos()
     with_options: tuple[Option, ...] = ()  # ALTER CONNECTION … WITH (VALIDATE = false)

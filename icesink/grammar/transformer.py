@@ -199,6 +199,9 @@ class AstBuilder(Transformer_NonRecursive):
         names = tuple(ast.Option(words, None, pos) for words, pos in c[1:])
         return (ast.ResetOptions(names), c[0].start_pos)
 
+    def add_column(self, c):
+        return (ast.AddColumn(self._one(c, ast.ColumnDef), self._has(c, _IF_NOT_EXISTS)), c[0].start_pos)
+
     def alter_system_set(self, c):
         return ast.SetVariable(self._names(c)[0], c[-1], system=True)
 

@@ -76,7 +76,7 @@ class EngineTableReader(DataSourceStreamReader):
 
         store = TableStore(self.data_dir)
         try:
-            return {"offset": max(store.latest_offset(self.table_id), self.start)}
+            return {"offset": max(store.latest_offset(self.table_id, len(self.columns)), self.start)}
         finally:
             store.close()
 
