@@ -46,7 +46,7 @@ def main() -> None:
     catalog = SqlCatalog("bench", uri=f"sqlite:///{directory}/catalog.db", warehouse=f"file://{directory}")
     ensure_table(catalog, SinkDescriptor("u0", "u0", "bench", "t", "append", 1000,
                                          columns=(Column("id", "bigint"), Column("v", "text"))), "u1")
-    committer = Committer(lambda: catalog.load_table(("bench", "t")), "u1", 1)
+    committer = Committer(lambda: catalog.load_table(("bench", "t")), "u1", 1, "t1")
     hot: list = []  # upsert: the file the previous commit wrote
 
     def plan(table, frontier):

@@ -56,7 +56,7 @@ class Bench:
                                     ("id",), True, True, (), COLUMNS, None, mode)
         ensure_table(catalog, descriptor, "u1")
         self.load = lambda: catalog.load_table(descriptor.identifier)
-        self.committer = Committer(self.load, "u1", 1)
+        self.committer = Committer(self.load, "u1", 1, "t1")
         self.writer = writer_for(descriptor.writer, [c.name for c in COLUMNS], ["id"], True, str(directory / "state"))
         self.offset = 0
         self.changed = 0  # changes made so far, so each batch moves on through the permutation

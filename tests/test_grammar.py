@@ -85,7 +85,7 @@ HAND_WRITTEN = [
     ("CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'rest' URL = 'x')", 1, 63, "expected ')', ',' or '||', found 'URL'"),
     ("VALIDATE c", 1, 10, "expected CONNECTION, found 'c'"),
     ("SHOW CREATE SINK", 1, 17, "found the end of the statement"),
-    ("ALTER SINK s SET COMMIT INTERVAL = '1s'", 1, 18, "expected '(', found 'COMMIT'"),
+    ("ALTER SINK s SET COMMIT INTERVAL = '1s'", 1, 18, "expected '(' or FROM, found 'COMMIT'"),
     ("SET = 1", 1, 5, "found '='"),
     ("SELECT 1;\nSELECT\n  FROM_x FROM t WHERE x @ 1", 3, 25, "found '@'"),
     ("CREATE SECRET a AS 'x';\n\nCREATE CONNECTION c TO ICEBERG CATALOG (\n    CATALOG TYPE = 'rest',\n    URI = 'http://x'\n);", 5, 5, "expected a connection option such as URL or WAREHOUSE, found 'URI'"),

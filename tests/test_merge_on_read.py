@@ -157,7 +157,7 @@ def test_a_fold_takes_up_the_time_left_before_the_next_batch(spark, tmp_path):
     descriptor = SinkDescriptor("u0", "u0", "n", "t", "upsert", 1000, ("id",), True, True, (), columns, None,
                                 "merge-on-read")
     ensure_table(catalog, descriptor, "u1")
-    committer = Committer(lambda: catalog.load_table(descriptor.identifier), "u1", 1)
+    committer = Committer(lambda: catalog.load_table(descriptor.identifier), "u1", 1, "t1")
     writer = writer_for("merge-on-read", ["id", "v"], ["id"], True, str(tmp_path / "state"),
                         FoldPolicy(threshold=0.05, small_files=1000, rows_per_batch=1))
     offset = 0

@@ -351,3 +351,68 @@ def test_a_column_added_to_a_table_appears_in_its_sinks_iceberg_tables(runtime):
     wait_for(caught_up(runtime, "borrower", "other"), what="the borrowing sink to start again")
     assert duckdb_rows(iceberg_table(runtime, "borrower").metadata_location, "id, name, extra", "id") == [
         (7, "elsewhere", None), (8, "here", 80)]
+
+
+def test_a_sink_switched_to_another_relation_holds_exactly_that_relation(runtime):
+    """ALTER SINK … SET FROM, with Materialize's semantics: from the switch on the Iceberg table holds exactly what the
+    new relation holds (in the switch's one snapshot: no row of the old one left, no moment without rows), then its
+    changes; the sink's version goes up, so the old incarnation is fenced."""
+    from icesink.engine.sink.progress import latest_progress
+
+    runtime.execute(SETUP + """
+        CREATE TABLE replacement (id bigint NOT NULL, name text, amount numeric(12,2), PRIMARY KEY (id));
+        CREATE TABLE nothing (id bigint NOT NULL, name text, amount numeric(12,2), PRIMARY KEY (id));
+        INSERT INTO orders VALUES (1, 'old', 1.00), (2, 'old', 2.00), (3, 'old', 3.00);
+        INSERT INTO replacement VALUES (2, 'new', 20.00), (4, 'new', 40.00), (5, 'new', 50.00);
+        CREATE SINK upserted FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'upserted')
+          KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+        CREATE SINK merged FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'merged')
+          KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s', WRITE MODE 'merge-on-read');
+        CREATE SINK logged FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'logged')
+          MODE APPEND WITH (COMMIT INTERVAL '1s');""")
+    sinks = ("upserted", "merged", "logged")
+    for sink in sinks:
+        wait_for(caught_up(runtime, sink, "orders"), what=f"{sink} to commit the old relation")
+    runtime.execute("UPDATE orders SET name = 'older' WHERE id = 1")  # a delete file in merged
+    wait_for(caught_up(runtime, "merged", "orders"), what="the update")
+    before = {sink: latest_progress(iceberg_table(runtime, sink), runtime.catalog.get(sink).id) for sink in sinks}
+
+    def holds(sink, relation):
+        relation_id, sink_id = runtime.catalog.get(relation).id, runtime.catalog.get(sink).id
+        def check():
+            progress = latest_progress(iceberg_table(runtime, sink), sink_id)
+            return (progress is not None and progress.input == relation_id
+                    and progress.frontier.offset >= runtime.tables.latest_offset(relation_id))
+        return check
+
+    for sink in sinks:
+        runtime.execute(f"ALTER SINK {sink} SET FROM replacement")
+    assert "CREATE SINK upserted FROM replacement INTO" in rows(runtime, "SHOW CREATE SINK upserted")[0][1]
+    for sink in sinks:
+        wait_for(holds(sink, "replacement"), what=f"{sink} to switch")
+    runtime.execute("INSERT INTO orders VALUES (6, 'old', 6.00); INSERT INTO replacement VALUES (7, 'new', 70.00);"
+                    "UPDATE replacement SET amount = 21.00 WHERE id = 2")
+    for sink in sinks:
+        wait_for(holds(sink, "replacement"), what=f"{sink} to commit the new relation's changes")
+    expected = [(2, "new", Decimal("21.00")), (4, "new", Decimal("40.00")), (5, "new", Decimal("50.00")),
+                (7, "new", Decimal("70.00"))]
+    for sink in ("upserted", "merged"):
+        table = iceberg_table(runtime, sink)
+        assert duckdb_rows(table.metadata_location, "id, name, amount", "id") == expected
+        switch = next(s for s in sorted(table.metadata.snapshots, key=lambda s: s.sequence_number)
+                      if s.summary.additional_properties.get("icesink.input") == runtime.catalog.get("replacement").id)
+        assert int(switch.summary["total-records"]) >= 3  # the switch's own snapshot holds the new rows
+        after = latest_progress(table, runtime.catalog.get(sink).id)
+        assert after.version > before[sink].version
+    log = duckdb_rows(iceberg_table(runtime, "logged").metadata_location, "id, name, amount, _mz_diff", "id")
+    state = {}
+    for id_, name, amount, diff in log:
+        state[(id_, name, amount)] = state.get((id_, name, amount), 0) + diff
+    assert sorted(k for k, n in state.items() if n) == expected and all(n in (0, 1) for n in state.values())
+
+    runtime.execute("ALTER SINK upserted SET FROM nothing")  # an empty relation empties the table at once
+    wait_for(holds("upserted", "nothing"), what="the switch to an empty relation")
+    assert duckdb_rows(iceberg_table(runtime, "upserted").metadata_location, "id", "id") == []
+    history = rows(runtime, "SELECT DISTINCT h.status FROM mz_internal.mz_sink_status_history h "
+                            "JOIN mz_sinks s ON s.id = h.sink_id")
+    assert ("stalled",) not in history and ("failed",) not in history

@@ -33,7 +33,7 @@ class Sink:
                 tx.set_properties(properties)
         self.load = lambda: catalog.load_table(("ns", "t"))
         self.writer = UpsertWriter([c["name"] for c in columns], key, enforced)
-        self.committer = Committer(self.load, "u1", 1)
+        self.committer = Committer(self.load, "u1", 1, "t1")
         self.offset = 0
 
     def apply(self, changes):

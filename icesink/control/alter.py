@@ -14,7 +14,7 @@ from .binder import KIND_WORDS, Binder, describe
 from .create import plan_alter_connection
 from .plans import AddColumnPlan, DropPlan, NoticePlan, SetSecretPlan, UpdatePlan
 from .query import walk
-from .sinks import alter_sink_options
+from .sinks import alter_sink_input, alter_sink_options
 from .types import Column, normalize
 
 _KINDS_FOR = {"source": ("source", "subsource")}
@@ -100,9 +100,17 @@ def plan_alter(binder: Binder, stmt: ast.Alter, default_validation: bool = True)
         return _plan_add_column(binder, obj, stmt)
     if obj.kind == "connection":
         return plan_alter_connection(binder, obj, stmt, default_validation)
+    if isinstance(action, ast.SetFrom) and obj.kind != "sink":
+        raise PlanError(f"ALTER … SET FROM applies only to sinks; '{obj.name}' is {describe(obj)}", stmt.action_pos)
     if obj.kind != "sink":
         raise PlanError(f"ALTER {stmt.kind.upper()} … SET/RESET is not supported; drop and create the "
                         f"{KIND_WORDS[obj.kind]} again", stmt.action_pos)
+    if isinstance(action, ast.SetFrom):
+        descriptor, statement, depends = alter_sink_input(binder, obj, action)
+        if descriptor.input_id == obj.descriptor.input_id:
+            return UpdatePlan([], status)
+        return UpdatePlan([restated(dataclasses.replace(obj, descriptor=descriptor), statement)], status,
+                          {obj.id: depends})
     descriptor, statement = alter_sink_options(obj, action)
     return UpdatePlan([restated(dataclasses.replace(obj, descriptor=descriptor), statement)], status)
 

@@ -148,6 +148,8 @@ class Executor:
             with self.catalog.transaction():
                 for obj in plan.objects:
                     self.catalog.update(obj)
+                for object_id, depends_on in plan.depends_on.items():
+                    self.catalog.set_dependencies(object_id, depends_on)
         except sqlite3.IntegrityError:
             raise CatalogError(f"the name '{plan.objects[0].name}' was just taken by another session") from None
         return Result(plan.status)

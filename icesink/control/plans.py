@@ -41,6 +41,7 @@ class UpdatePlan:
 
     objects: list[CatalogObject]
     status: str
+    depends_on: dict[str, tuple[str, ...]] = field(default_factory=dict)  # by object id: what it now depends on
 
 
 @dataclass

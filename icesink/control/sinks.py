@@ -229,6 +229,33 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
                       stmt.cluster.value if stmt.cluster else "default", connection.id, stmt.mode)
 
 
+def alter_sink_input(binder: Binder, sink: CatalogObject, action: ast.SetFrom) -> tuple[SinkDescriptor, ast.CreateSink,
+                                                                                     tuple[str, ...]]:
+    """ALTER SINK … SET FROM: the sink's new descriptor and statement, and what it then depends on. As in
+    Materialize, the new relation must have the sink's columns (names and types, in order), and its KEY must hold
+    there as it did."""
+    descriptor, statement = sink.descriptor, parse_statement(sink.create_sql)
+    new, relation = _sink_input(binder, action.relation)
+    if relation.columns is None:
+        raise PlanError(f"the columns of '{new.name}' are not known yet: its source has not described them",
+                        action.relation.pos)
+    def shown(columns) -> str:
+        return ", ".join(f"{c.name} {c.type}" for c in columns)
+    if [(c.name, c.type) for c in relation.columns] != [(c.name, c.type) for c in descriptor.columns]:
+        raise PlanError(f"'{new.name}' ({shown(relation.columns)}) does not have the columns of sink '{sink.name}' "
+                        f"({shown(descriptor.columns)}): a sink switches only to a relation with the same column "
+                        "names and types, in the same order", action.relation.pos)
+    statement = dataclasses.replace(statement, input=action.relation)
+    if statement.key:
+        try:
+            _check_key(statement, new, relation)
+        except PlanError as exc:
+            raise PlanError(exc.message, action.relation.pos) from None
+    depends = (new.id, descriptor.connection_id) + ((descriptor.aws_connection_id,)
+                                                    if descriptor.aws_connection_id else ())
+    return dataclasses.replace(descriptor, input_id=new.id, columns=relation.columns), statement, depends
+
+
 def alter_sink_options(sink: CatalogObject, action) -> tuple[SinkDescriptor, ast.CreateSink]:
     """The sink's new descriptor, and its statement with the new options, from which its text is made again."""
     descriptor, statement = sink.descriptor, parse_statement(sink.create_sql)

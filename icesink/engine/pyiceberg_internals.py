@@ -178,8 +178,10 @@ class _Replace(_SnapshotProducer):
     referenced, adds the data files holding their live rows, and writes every manifest again, one per content and
     spec (so the manifests each row-delta commit adds do not pile up)."""
 
-    def __init__(self, transaction, io, removed: list, added: list, properties: dict[str, str], deletes: list = ()):
-        super().__init__(operation=Operation.REPLACE, transaction=transaction, io=io, snapshot_properties=properties)
+    def __init__(self, transaction, io, removed: list, added: list, properties: dict[str, str], deletes: list = (),
+                 operation=Operation.REPLACE):
+        super().__init__(operation=operation, transaction=transaction, io=io, snapshot_properties=properties)
+        self._kind = operation
         self._removed_paths = {f.file_path for f in removed}
         self._deleted_data_files = set(removed)  # what the summary counts as removed
         self._added_delete_files = list(deletes)
@@ -199,8 +201,8 @@ class _Replace(_SnapshotProducer):
         try:
             summary = _counting_deletes(self, super()._summary, snapshot_properties)
         finally:
-            self._operation = Operation.REPLACE
-        return Summary(Operation.REPLACE, **summary.additional_properties)
+            self._operation = self._kind
+        return Summary(self._kind, **summary.additional_properties)
 
     def _existing_manifests(self) -> list:
         snapshot = self._transaction.table_metadata.snapshot_by_name(self._target_branch)
@@ -226,14 +228,22 @@ class _Replace(_SnapshotProducer):
 
 
 def replace_files(table, removed: list, added: list, properties: dict[str, str], deletes: list = (),
-                  expire: list[int] = ()) -> int:
+                  expire: list[int] = (), operation=Operation.REPLACE) -> int:
     """One 'replace' snapshot: `removed` data and delete files out, `added` data files and `deletes` delete files
-    (the same rows, the same deletions) in; the same commit expires the snapshots `expire`."""
+    (the same rows, the same deletions) in; the same commit expires the snapshots `expire`. With
+    Operation.OVERWRITE, the rows may differ (a sink that switched its input replaces them all)."""
     with table.transaction() as tx:
-        with _Replace(tx, table.io, removed, added, properties, deletes):
+        with _Replace(tx, table.io, removed, added, properties, deletes, operation):
             pass
         _expire(tx, expire)
     return table.current_snapshot().snapshot_id
+
+
+def every_file(table) -> list[DataFile]:
+    """Every data and delete file of the current snapshot, whoever wrote it."""
+    snapshot = table.current_snapshot()
+    return [entry.data_file for manifest in (snapshot.manifests(table.io) if snapshot else ())
+            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True)]
 
 
 def live_files(table) -> tuple[list[tuple[DataFile, int]], dict[str, list[DataFile]]]:

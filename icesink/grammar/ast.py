@@ -330,6 +330,12 @@ class ResetOptions:
 
 
 @dataclass(frozen=True)
+class SetFrom:
+    """ALTER SINK … SET FROM relation."""
+    relation: ObjectName
+
+
+@dataclass(frozen=True)
 class AddColumn:
     column: "ColumnDef"
     if_not_exists: bool = False
@@ -339,7 +345,7 @@ class AddColumn:
 class Alter(Statement):
     kind: str  # 'secret', 'connection', 'source', 'table', 'materialized-view', 'sink', 'view'
     name: ObjectName
-    action: Union[RenameTo, SetSecretValue, SetOptions, ResetOptions, AddColumn]
+    action: Union[RenameTo, SetSecretValue, SetOptions, ResetOptions, AddColumn, SetFrom]
     if_exists: bool = False
     action_pos: int = _pos()
     with_options: tuple[Option, ...] = ()  # ALTER CONNECTION … WITH (VALIDATE = false)

@@ -192,6 +192,9 @@ class AstBuilder(Transformer_NonRecursive):
     def set_secret_value(self, c):
         return (ast.SetSecretValue(c[-1]), c[0].start_pos)
 
+    def set_from(self, c):
+        return (ast.SetFrom(self._one(c, ast.ObjectName)), c[0].start_pos)
+
     def set_options(self, c):
         return (ast.SetOptions(c[-1]), c[0].start_pos)
 

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table.snapshots import Operation
 
 from ...model.frontier import Frontier
 from .. import housekeeping
 from ..failures import NeedsAction
 from ..faults import crash_point
-from ..pyiceberg_internals import commit_files, replace_files
+from ..pyiceberg_internals import commit_files, every_file, replace_files
 from .progress import SEALED, Progress, latest_progress, summary_properties
 from .writers import BatchFiles
 
@@ -55,10 +56,13 @@ FilePlanner = Callable[[object, Frontier], BatchFiles]
 
 
 class Committer:
-    def __init__(self, load_table: Callable[[], object], sink_id: str, version: int):
+    def __init__(self, load_table: Callable[[], object], sink_id: str, version: int, input_id: str):
+        """`input_id`: the relation the sink reads. When the table's progress counts another's changes (ALTER SINK
+        … SET FROM), the next commit replaces every row of the table with what it writes of this one."""
         self.load_table = load_table
         self.sink_id = sink_id
         self.version = version
+        self.input_id = input_id
         # (snapshot, files it removed): once no older snapshot is kept, nothing references those files
         self._retired: list[tuple[int, list[str]]] = []
 
@@ -84,6 +88,8 @@ class Committer:
             after = lower
             if progress is not None:
                 self._check_version(progress)
+            replacing = progress is not None and not progress.counts(self.input_id)
+            if progress is not None and not replacing:
                 committed = progress.frontier
                 if planned is not None and progress.version == self.version and committed == upper:
                     return Outcome(progress.snapshot_id, True, committed, planned)  # it landed after all
@@ -98,17 +104,17 @@ class Committer:
                                 len(progress.foreign_writes))
             if planned is not None:  # the earlier attempt did not land: nothing will ever reference its files
                 _delete(table.io, [f.file_path for f in planned.added + planned.deletes], self.sink_id)
-            planned = plan_files(table, after)
-            if not planned.rows and after == lower:
+            planned = plan_files(_Emptied(table) if replacing else table, after)
+            if not planned.rows and after == lower and not replacing:
                 return None
             crash_point("files-written")
             upper = after.advanced(planned.reaches)
             properties = summary_properties(self.sink_id, self.version, upper,
                                             {"lower": after.to_json(), "upper": upper.to_json(),
-                                             "rows": planned.rows})
+                                             "rows": planned.rows}, self.input_id)
             try:
                 snapshot_id = self._progress_snapshot(table, properties, planned.removed, planned.added,
-                                                      planned.deletes)
+                                                      planned.deletes, replacing)
             except CommitFailedException as exc:
                 log.info("sink %s: commit attempt %d lost a race (%s); planning again", self.sink_id, attempt, exc)
                 continue
@@ -124,25 +130,34 @@ class Committer:
             progress = latest_progress(table, self.sink_id)
             if progress is not None:
                 self._check_version(progress)
+            replacing = progress is not None and not progress.counts(self.input_id)
+            if progress is not None and not replacing:
                 if progress.frontier.past(frontier) or (progress.frontier == frontier
                                                         and (progress.sealed or not sealed)):
                     return None
             properties = summary_properties(self.sink_id, self.version, frontier,
-                                            {"lower": frontier.to_json(), "upper": frontier.to_json(), "rows": 0})
+                                            {"lower": frontier.to_json(), "upper": frontier.to_json(), "rows": 0},
+                                            self.input_id)
             if sealed:
                 properties[SEALED] = "true"
             try:
-                return self._progress_snapshot(table, properties)
+                return self._progress_snapshot(table, properties, replacing=replacing)
             except CommitFailedException as exc:
                 log.info("sink %s: marking attempt %d lost a race (%s)", self.sink_id, attempt, exc)
         raise CommitConflict(f"{MAX_ATTEMPTS} commit attempts in a row lost to concurrent commits")
 
     def _progress_snapshot(self, table, properties: dict, removed: list = (), added: list = (),
-                           deletes: list = ()) -> int:
+                           deletes: list = (), replacing: bool = False) -> int:
         """Commits one snapshot holding this sink's progress (it expires what is past KEEP_SNAPSHOTS); raises
-        CommitFailedException when another commit came first."""
+        CommitFailedException when another commit came first. `replacing`: every file the table holds goes."""
         expired = _expirable(table, None)  # the new snapshot holds this sink's progress
-        snapshot_id = commit_files(table, list(removed), list(added), properties, list(deletes), expired)
+        if replacing:
+            removed = every_file(table)
+            snapshot_id = replace_files(table, removed, list(added), properties, list(deletes), expired,
+                                        Operation.OVERWRITE)
+            log.info("sink %s: switched its input: %d files of the table replaced", self.sink_id, len(removed))
+        else:
+            snapshot_id = commit_files(table, list(removed), list(added), properties, list(deletes), expired)
         self._retire(table, snapshot_id, list(removed), expired)
         return snapshot_id
 
@@ -184,6 +199,19 @@ class Committer:
         if paths:
             io, sink_id = table.io, self.sink_id
             housekeeping.later(("delete", sink_id, self.version, snapshot_id), lambda: _delete(io, paths, sink_id))
+
+
+class _Emptied:
+    """The table as a batch that replaces all of it plans against it: its schema, spec and properties, no rows."""
+
+    def __init__(self, table):
+        self._table = table
+
+    def current_snapshot(self):
+        return None
+
+    def __getattr__(self, name):
+        return getattr(self._table, name)
 
 
 def _expirable(table, keep: Optional[int]) -> list[int]:

@@ -9,6 +9,7 @@ from ...model.frontier import Frontier
 
 SINK_ID, SINK_VERSION, FRONTIER, BATCH = "icesink.sink-id", "icesink.sink-version", "icesink.frontier", "icesink.batch"
 SEALED = "icesink.sealed"  # "true": the sink's input is finite and the table holds all of it
+INPUT = "icesink.input"  # the catalog id of the relation whose changes the frontier counts (ALTER SINK … SET FROM)
 
 
 @dataclass(frozen=True)
@@ -19,11 +20,16 @@ class Progress:
     frontier: Frontier  # what is committed
     foreign_writes: tuple[int, ...] = ()  # snapshots of other writers found above ours
     sealed: bool = False
+    input: Optional[str] = None  # None: written before icesink named it, so the sink's input then and since
+
+    def counts(self, input_id: str) -> bool:
+        """Whether the frontier counts changes of `input_id` (else the sink has switched to it since)."""
+        return self.input in (None, input_id)
 
 
-def summary_properties(sink_id: str, version: int, frontier: Frontier, batch: dict) -> dict[str, str]:
+def summary_properties(sink_id: str, version: int, frontier: Frontier, batch: dict, input_id: str) -> dict[str, str]:
     return {SINK_ID: sink_id, SINK_VERSION: str(version), FRONTIER: frontier.dumps(),
-            BATCH: json.dumps(batch, sort_keys=True)}
+            BATCH: json.dumps(batch, sort_keys=True), INPUT: input_id}
 
 
 def latest_progress(table, sink_id: str) -> Optional[Progress]:
@@ -37,7 +43,8 @@ def latest_progress(table, sink_id: str) -> Optional[Progress]:
         props = summary.additional_properties if summary is not None else {}
         if props.get(SINK_ID) == sink_id:
             return Progress(snapshot.snapshot_id, sink_id, int(props[SINK_VERSION]),
-                            Frontier.from_json(json.loads(props[FRONTIER])), tuple(foreign), props.get(SEALED) == "true")
+                            Frontier.from_json(json.loads(props[FRONTIER])), tuple(foreign), props.get(SEALED) == "true",
+                            props.get(INPUT))
         operation = summary.operation.value if summary is not None else ""
         if operation != "replace":
             foreign.append(snapshot.snapshot_id)

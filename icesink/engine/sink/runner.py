@@ -70,13 +70,18 @@ class SinkRunner:
             table = ensure_table(self.iceberg, self.descriptor, self.sink.id)
             written = latest_progress(table, self.sink.id)
             version = self.catalog.next_incarnation(self.sink.id, written.version if written else 0)
-            self.committer = Committer(self._load_table, self.sink.id, version)
+            self.committer = Committer(self._load_table, self.sink.id, version, self.descriptor.input_id)
             progress = self.committer.resume_point()
             self.input = input_for(self.catalog, self.catalog.get_by_id(self.descriptor.input_id))
-            self.frontier = progress.frontier if progress is not None else self.input.frontier_kind()
-            self.input.check_resume(self.frontier)
+            # ALTER SINK … SET FROM since the last commit: the new input from its start, which its first commit
+            # puts in place of every row the table holds (at once when it holds nothing to wait for)
+            switched = progress is not None and not progress.counts(self.descriptor.input_id)
+            self.frontier = progress.frontier if progress is not None and not switched else self.input.frontier_kind()
+            if not switched:
+                self.input.check_resume(self.frontier)
             self.end = self.input.end()
-            if progress is None or (self._complete(progress.frontier) and not progress.sealed):
+            if (progress is None or (switched and not self.input.holds_changes_after(self.frontier))
+                    or (self._complete(self.frontier) and not (progress.sealed and not switched))):
                 self.committer.mark(self.frontier, sealed=self._complete(self.frontier))
             stream = self.input.stream(self.spark, self.frontier)
         except Exception as exc:

@@ -39,6 +39,10 @@ class Input:
         one that never ends."""
         return None
 
+    def holds_changes_after(self, frontier: Frontier) -> bool:
+        """Whether a change past `frontier` is there to read now (an input that cannot tell says so)."""
+        return True
+
     def check_resume(self, frontier: Frontier) -> None:
         """Raises ProgressBehindInput when the input no longer holds the changes after `frontier`."""
 

@@ -195,6 +195,9 @@ class EngineTableInput(Input):
                 .option("columns", json.dumps([c.as_dict() for c in self.relation.descriptor.columns]))
                 .option("start", str(start.offset)).load())
 
+    def holds_changes_after(self, frontier: Offset) -> bool:
+        return self.log.latest_offset(self.relation.id, len(self.relation.descriptor.columns)) > frontier.offset
+
     def check_resume(self, frontier: Offset) -> None:
         floor = self.log.floor(self.relation.id)
         if 0 < frontier.offset < floor:
