@@ -4,7 +4,7 @@ from __future__ import annotations
 import difflib
 
 from ..catalog.store import Catalog
-from ..errors import PlanError
+from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast
 from .alter import plan_alter, plan_drop
 from .binder import Binder
@@ -84,6 +84,10 @@ class Planner:
                 return plan_create_load_generator(b, stmt)
             case ast.CreateTable():
                 return plan_create_table(b, stmt)
+            case ast.CreateType():
+                raise NotSupportedYet("named types (CREATE TYPE) and records are not supported yet: write a list as "
+                                      "`T list` or `T[]` and a map as `map[text=>T]` in the column itself",
+                                      stmt.name.pos)
             case ast.CreateTableFromSource():
                 return plan_create_table_from_source(b, stmt)
             case ast.CreateMaterializedView():

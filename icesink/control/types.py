@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from ..errors import PlanError
 from ..grammar import ast
 from ..model.descriptors import PartitionField
-from ..model.types import Column, base_type
+from ..model.types import RANGES, Column, base_type
 
 _SYNONYMS = {
     "int2": "smallint", "smallint": "smallint",
@@ -24,10 +24,17 @@ _SYNONYMS = {
     "timestamp with time zone": "timestamp with time zone",
     "uuid": "uuid", "bytea": "bytea", "binary": "bytea",
     "json": "jsonb", "jsonb": "jsonb", "interval": "interval",
-    "map": "map", "record": "record", "list": "list",
+    "record": "record",
+    "uint2": "uint2", "uint4": "uint4", "uint8": "uint8",
+    **{r: r for r in RANGES},
 }
 FLOATING = {"real", "double precision"}
 NESTED = {"jsonb", "map", "record", "list"}
+KEY_PROBLEMS = {
+    "map": "a map cannot be compared as a key", "list": "a list cannot be compared as a key",
+    "record": "a record cannot be compared as a key", "jsonb": "a jsonb value cannot be compared as a key",
+    "range": "a range cannot be a key: Iceberg has no range type, and writes it as text",
+}
 INTEGERS = ("smallint", "integer", "bigint")
 NUMERIC_ORDER = ("smallint", "integer", "bigint", "numeric", "real", "double precision")
 TEMPORAL = {"date", "timestamp", "timestamp with time zone"}
@@ -35,6 +42,10 @@ UNKNOWN = "unknown"
 
 
 def normalize(data_type: ast.DataType) -> str:
+    if data_type.name == "map":
+        if normalize(data_type.key) != "text":
+            raise PlanError(f"a map's keys must be text, not {data_type.key}", data_type.key.pos)
+        return f"map[text=>{normalize(data_type.value)}]" + "[]" * data_type.array_depth
     name = _SYNONYMS.get(data_type.name)
     if name is None:
         raise PlanError(f"type \"{data_type.name}\" does not exist", data_type.pos)
@@ -53,8 +64,8 @@ def key_type_problem(type_name: str) -> str | None:
     base = base_type(type_name)
     if base in FLOATING:
         return f"a floating-point type ({type_name}) compares inexactly"
-    if base in NESTED:
-        return f"a nested type ({type_name}) cannot be compared as a key"
+    if base in KEY_PROBLEMS:
+        return KEY_PROBLEMS[base]
     if base == "interval":
         return "interval has no Iceberg equivalent to key on"
     return None

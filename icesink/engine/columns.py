@@ -4,15 +4,16 @@ from __future__ import annotations
 from pyiceberg import types as it
 from pyspark.sql import types as st
 
-from ..model.types import base_type, numeric_params
+from ..model.types import UINT8_DECIMAL, base_type, map_value_type, numeric_params
 
-# One table for both worlds; anything else (text, uuid, jsonb, time, interval) is text everywhere.
+# One table for both worlds; anything else (text, uuid, jsonb, time, interval, ranges) is text everywhere.
 _SIMPLE = {
     "smallint": (st.IntegerType, it.IntegerType), "integer": (st.IntegerType, it.IntegerType),
     "bigint": (st.LongType, it.LongType), "real": (st.FloatType, it.FloatType),
     "double precision": (st.DoubleType, it.DoubleType), "boolean": (st.BooleanType, it.BooleanType),
     "date": (st.DateType, it.DateType), "timestamp": (st.TimestampNTZType, it.TimestampType),
     "timestamp with time zone": (st.TimestampType, it.TimestamptzType), "bytea": (st.BinaryType, it.BinaryType),
+    "uint2": (st.IntegerType, it.IntegerType), "uint4": (st.LongType, it.LongType),
 }
 _TEXT = (st.StringType, it.StringType)
 
@@ -20,8 +21,12 @@ _TEXT = (st.StringType, it.StringType)
 def spark_type(type_name: str) -> st.DataType:
     if type_name.endswith("[]"):
         return st.ArrayType(spark_type(type_name[:-2]))
+    if base_type(type_name) == "map":
+        return st.MapType(st.StringType(), spark_type(map_value_type(type_name)))
     if base_type(type_name) == "numeric":
         return st.DecimalType(*numeric_params(type_name))
+    if type_name == "uint8":
+        return st.DecimalType(*UINT8_DECIMAL)
     return _SIMPLE.get(base_type(type_name), _TEXT)[0]()
 
 
@@ -29,6 +34,12 @@ def iceberg_type(type_name: str, next_id) -> it.IcebergType:
     if type_name.endswith("[]"):
         element_id = next_id()
         return it.ListType(element_id, iceberg_type(type_name[:-2], next_id), element_required=False)
+    if base_type(type_name) == "map":
+        key_id, value_id = next_id(), next_id()
+        return it.MapType(key_id, it.StringType(), value_id, iceberg_type(map_value_type(type_name), next_id),
+                          value_required=False)
     if base_type(type_name) == "numeric":
         return it.DecimalType(*numeric_params(type_name))
+    if type_name == "uint8":
+        return it.DecimalType(*UINT8_DECIMAL)
     return _SIMPLE.get(base_type(type_name), _TEXT)[1]()

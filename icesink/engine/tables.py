@@ -35,6 +35,7 @@ COMPACT_PAIRS = 10_000  # insert-and-delete pairs removed per transaction (a pai
 
 _AFFINITY = {
     "smallint": "INTEGER", "integer": "INTEGER", "bigint": "INTEGER", "boolean": "INTEGER",
+    "uint2": "INTEGER", "uint4": "INTEGER",  # uint8 goes past SQLite's integers: kept as decimal text
     "real": "REAL", "double precision": "REAL",
 }
 _TYPEOF = {"INTEGER": "'integer'", "REAL": "'real', 'integer'", "TEXT": "'text'"}
@@ -82,7 +83,7 @@ def _definition(column: Column) -> str:
     check = (f"CONSTRAINT {quote('type:' + column.name)} "
              f"CHECK (typeof({quote(column.name)}) IN ({_TYPEOF[affinity]}, 'null'))")
     null = "" if column.nullable else " NOT NULL"
-    collate = f" COLLATE {NUMERIC_COLLATION}" if base_type(column.type) == "numeric" else ""
+    collate = f" COLLATE {NUMERIC_COLLATION}" if base_type(column.type) in ("numeric", "uint8") else ""
     return f"{quote(column.name)} {affinity}{collate}{null} {check}"
 
 

@@ -17,7 +17,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Callable
 
-from ..model.types import UNBOUNDED_NUMERIC, base_type, decoder
+from ..model.types import UNBOUNDED_NUMERIC, base_type, decoder, map_value_type
 
 
 class InvalidValue(ValueError):
@@ -27,6 +27,7 @@ class InvalidValue(ValueError):
 
 
 _INT_RANGES = {"smallint": 2 ** 15, "integer": 2 ** 31, "bigint": 2 ** 63}
+_UINT_RANGES = {"uint2": 2 ** 16, "uint4": 2 ** 32, "uint8": 2 ** 64}
 _REAL_MAX = 3.4028234663852886e38
 _TRUE = {"t", "true", "y", "yes", "on", "1"}
 _FALSE = {"f", "false", "n", "no", "off", "0"}
@@ -38,7 +39,8 @@ def _syntax(type_name: str, value) -> InvalidValue:
 
 
 def _integer(type_name: str):
-    bound = _INT_RANGES[type_name]
+    high = _INT_RANGES.get(type_name) or _UINT_RANGES[type_name]
+    low = -high if type_name in _INT_RANGES else 0
 
     def convert(value):
         if isinstance(value, bool):
@@ -56,9 +58,9 @@ def _integer(type_name: str):
             value = int(text)
         elif not isinstance(value, int):
             raise _syntax(type_name, value)
-        if not -bound <= value < bound:
+        if not low <= value < high:
             raise InvalidValue(f"{type_name} out of range")
-        return value
+        return str(value) if type_name == "uint8" else value  # past SQLite's integers
     return convert
 
 
@@ -412,7 +414,7 @@ _SCALARS: dict[str, Callable] = {
     "real": _floating("real"), "double precision": _floating("double precision"), "boolean": _boolean,
     "date": _date, "timestamp": _timestamp(False), "timestamp with time zone": _timestamp(True), "time": _time,
     "interval": _interval, "uuid": _uuid, "jsonb": _jsonb, "bytea": _bytea,
-    **{name: _integer(name) for name in _INT_RANGES},
+    **{name: _integer(name) for name in (*_INT_RANGES, *_UINT_RANGES)},
 }
 
 
@@ -422,6 +424,9 @@ def input_function(type_name: str) -> Callable:
     passes the sink's own decoder: that check is part of the function."""
     if type_name.endswith("[]"):
         convert = _array(type_name[:-2])
+    elif base_type(type_name) in ("map", "range"):
+        from .map_range_values import map_input, range_input
+        convert = map_input(map_value_type(type_name)) if base_type(type_name) == "map" else range_input(type_name)
     elif base_type(type_name) == "numeric":
         convert = _numeric(type_name)
     else:

@@ -170,11 +170,16 @@ class UnaryOp:
 class DataType:
     name: str  # normalised spelling, e.g. 'double precision', 'timestamp with time zone'
     params: tuple[int, ...] = ()
-    array_depth: int = 0
+    array_depth: int = 0  # `int[]` and Materialize's `int list` alike
     pos: int = _pos()
+    key: Optional["DataType"] = None  # map[key=>value]
+    value: Optional["DataType"] = None
 
     def __str__(self) -> str:
-        text = self.name + (f"({','.join(map(str, self.params))})" if self.params else "")
+        if self.name == "map":
+            text = f"map[{self.key}=>{self.value}]"
+        else:
+            text = self.name + (f"({','.join(map(str, self.params))})" if self.params else "")
         return text + "[]" * self.array_depth
 
 
@@ -407,6 +412,12 @@ class ColumnDef:
     not_null: bool = False
     primary_key: bool = False
     default: Optional[object] = None
+
+
+@dataclass(frozen=True)
+class CreateType(Statement):
+    """CREATE TYPE … AS (…) | AS LIST (…) | AS MAP (…): parsed, so that it is refused as not supported yet."""
+    name: ObjectName
 
 
 @dataclass(frozen=True)

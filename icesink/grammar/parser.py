@@ -22,7 +22,7 @@ _CATEGORIES = (
      {"CREATE", "SELECT", "SHOW", "ALTER", "DROP", "INSERT", "UPDATE", "DELETE", "SET", "VALIDATE", "COPY",
       "LPAR"}),  # a query may open with a parenthesized operand, which is not worth naming
     ("an object type such as SINK, SOURCE, CONNECTION, SECRET or TABLE", {"SINK", "SOURCE", "SECRET"},
-     {"SINK", "SOURCE", "CONNECTION", "SECRET", "TABLE", "MATERIALIZED", "REDACTED", "SYSTEM"}),
+     {"SINK", "SOURCE", "CONNECTION", "SECRET", "TABLE", "MATERIALIZED", "REDACTED", "SYSTEM", "TYPE"}),
     ("a connection type: AWS, ICEBERG CATALOG or POSTGRES", {"AWS", "ICEBERG", "POSTGRES"},
      {"AWS", "ICEBERG", "POSTGRES"}),
     ("a connection option such as URL or WAREHOUSE", {"URL", "WAREHOUSE"},

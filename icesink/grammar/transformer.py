@@ -303,6 +303,11 @@ class AstBuilder(Transformer_NonRecursive):
         zone = len(c) > 1 and str(c[1]) == "TIME ZONE"
         return ("time with time zone" if zone else "time", c[0].start_pos)
 
+    def map_type(self, c):
+        key, value = [x for x in c if isinstance(x, ast.DataType)]
+        depth = sum(1 for x in c if x == ("array",))
+        return ast.DataType("map", (), depth, c[0].start_pos, key, value)
+
     def data_type(self, c):
         head = c[0]
         if isinstance(head, Token):
@@ -333,6 +338,9 @@ class AstBuilder(Transformer_NonRecursive):
 
     def table_primary_key(self, c):
         return ("pk", self._names(c))
+
+    def create_type(self, c):
+        return ast.CreateType(self._one(c, ast.ObjectName))
 
     def create_table(self, c):
         columns = tuple(self._of(c, ast.ColumnDef))

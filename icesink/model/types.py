@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 UNBOUNDED_NUMERIC = (38, 10)  # numeric without a precision: Iceberg decimals need one
+UINT8_DECIMAL = (20, 0)  # uint8 reaches 2^64 - 1, past Iceberg's long
+RANGES = ("int4range", "int8range", "numrange", "daterange", "tsrange", "tstzrange")
 
 
 @dataclass(frozen=True)
@@ -21,10 +23,19 @@ class Column:
 
 
 def base_type(type_name: str) -> str:
-    """'numeric(10,2)' -> 'numeric'; arrays are 'list'."""
+    """'numeric(10,2)' -> 'numeric'; arrays are 'list', maps 'map', ranges 'range'."""
     if type_name.endswith("[]"):
         return "list"
+    if type_name.startswith("map["):
+        return "map"
+    if type_name in RANGES:
+        return "range"
     return type_name.split("(")[0]
+
+
+def map_value_type(type_name: str) -> str:
+    """'map[text=>integer]' -> 'integer'."""
+    return type_name[len("map[text=>"):-1]
 
 
 def numeric_params(type_name: str) -> tuple[int, int]:
@@ -47,8 +58,13 @@ def decoder(type_name: str):
         inner = decoder(type_name[:-2])
         return lambda v: None if v is None else [inner(x) for x in (json.loads(v) if isinstance(v, str) else v)]
     base = base_type(type_name)
+    if base == "map":
+        inner = decoder(map_value_type(type_name))
+        return lambda v: None if v is None else [
+            (k, inner(x)) for k, x in (json.loads(v) if isinstance(v, str) else v).items()]
     convert = {
         "smallint": int, "integer": int, "bigint": int, "real": float, "double precision": float,
+        "uint2": int, "uint4": int, "uint8": lambda v: Decimal(str(v)),
         "boolean": bool, "numeric": lambda v: Decimal(str(v)),
         "date": lambda v: dt.date.fromisoformat(str(v)),
         "timestamp": lambda v: _timestamp(str(v), False),
@@ -59,7 +75,7 @@ def decoder(type_name: str):
 
 
 # stored (and logged as JSON) as Arrow takes them for their Spark type: no decoding
-_AS_STORED = {"smallint", "integer", "bigint", "text", "jsonb", "uuid", "interval", "time"}
+_AS_STORED = {"smallint", "integer", "bigint", "uint2", "uint4", "text", "jsonb", "uuid", "interval", "time", *RANGES}
 
 
 def column_decoder(type_name: str):
