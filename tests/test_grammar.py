@@ -55,7 +55,7 @@ HAND_WRITTEN = [
     ("CREATE CONNECTION p TO POSTGRES (HOSTNAME 'x')", 1, 34, "expected a connection option such as HOST or DATABASE, found 'HOSTNAME'"),
     ("CREAT SINK s", 1, 1, "expected a statement such as CREATE, SELECT, SHOW, ALTER or DROP, found 'CREAT'"),
     ("CREATE FOO x", 1, 8, "expected an object type such as SINK, SOURCE, CONNECTION, SECRET or TABLE, found 'FOO'"),
-    ("CREATE CONNECTION x TO KAFKA (BROKER 'b')", 1, 24, "expected a connection type: AWS, ICEBERG CATALOG or POSTGRES, found 'KAFKA'"),
+    ("CREATE CONNECTION x TO KAFKA (BROKER 'b')", 1, 24, "expected a connection type: AWS, ICEBERG CATALOG, POSTGRES or GCP, found 'KAFKA'"),
     ("CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION c (NAMESPACE 'a', TABL 'b')", 1, 72, "expected a sink target option: NAMESPACE or TABLE, found 'TABL'"),
     ("SELECT 1 +", 1, 11, "expected an expression, found the end of the statement"),
     ("CREATE SECRET x AS 'abc", 1, 20, "unterminated string literal"),

@@ -1,5 +1,6 @@
 """The sink runtime end to end: engine-table changes reach the Iceberg table once each, as an
 independent reader (DuckDB) sees it."""
+import json
 import random
 import time
 from decimal import Decimal
@@ -448,3 +449,35 @@ def test_maps_lists_ranges_and_unsigned_integers_reach_iceberg_as_materialize_wr
             "decimal(20, 0)", "int", "long", "map<string, int>", "list<string>", "string", "string", "string"]
         got = duckdb_rows(table.metadata_location, "id, small, mid, attrs, tags, span, days, amounts", "id")
         assert got == expected
+
+
+def test_a_catalog_on_google_cloud_storage_is_kept_and_its_sinks_fail_saying_why(runtime):
+    """GCP connections and STORAGE PROVIDER 'gcs' parse, plan and are stored (Materialize's scripts run on); the
+    key's shape is checked; a sink that writes through such a catalog fails with the reason, not a traceback."""
+    key = json.dumps({"type": "service_account", "project_id": "p", "client_email": "sa@p.iam.gserviceaccount.com",
+                      "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIB\\n-----END PRIVATE KEY-----\\n"})
+    results = runtime.execute(f"""
+        CREATE SECRET gcp_key AS '{key}';
+        CREATE CONNECTION gcp TO GCP (SERVICE ACCOUNT KEY = SECRET gcp_key);
+        CREATE CONNECTION biglake TO ICEBERG CATALOG (CATALOG TYPE = 'rest',
+          URL = 'https://biglake.googleapis.com/iceberg/v1/restcatalog', WAREHOUSE = 'gs://bucket',
+          STORAGE PROVIDER = 'gcs', GCP CONNECTION = gcp);
+        CREATE TABLE t (id bigint NOT NULL, PRIMARY KEY (id));
+        CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION biglake (NAMESPACE 'shop', TABLE 't')
+          KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')""")
+    reason = ("writing to Google Cloud Storage is not supported yet: icesink's sinks are tested against every "
+              "catalog and store they write, and no Iceberg REST catalog over Cloud Storage runs where they are tested")
+    assert results[2].notices == [f"connection 'biglake': {reason}; the connection is kept (a sink that uses it "
+                                  "fails, saying so), as Materialize's scripts expect"]
+    assert rows(runtime, "SHOW CREATE CONNECTION gcp") == [
+        ("gcp", 'CREATE CONNECTION "gcp" TO GCP (SERVICE ACCOUNT KEY = SECRET gcp_key)')]
+    status = wait_for(lambda: rows(runtime, "SELECT st.status, st.error FROM mz_internal.mz_sink_statuses st "
+                                            "JOIN mz_sinks s ON s.id = st.id WHERE st.status = 'failed'"),
+                      what="the sink to fail")
+    assert status == [("failed", f"not supported yet: connection 'biglake': {reason}")]
+    runtime.execute("ALTER SECRET gcp_key AS 'not json'")
+    with pytest.raises(icesink.IcesinkError) as refused:
+        runtime.execute("VALIDATE CONNECTION gcp")
+    assert refused.value.message == ("connection 'gcp': SERVICE ACCOUNT KEY is not JSON; give the key file Google "
+                                     "Cloud made for the service account, as it is")
+    assert "not json" not in str(refused.value)

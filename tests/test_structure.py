@@ -61,4 +61,4 @@ def test_each_kind_is_one_registry_line():
     from icesink.engine.sources import INPUTS
     assert set(INPUTS) == {"table", "load-generator", "postgres"}
     assert set(WRITERS) == {"upsert", "append", "merge-on-read"}
-    assert set(CONNECTION_KINDS) == {"aws", "iceberg-catalog", "postgres"}
+    assert set(CONNECTION_KINDS) == {"aws", "iceberg-catalog", "postgres", "gcp"}

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Callable
 
 from ..catalog.store import CatalogObject
-from . import aws, iceberg, postgres
+from . import aws, gcp, iceberg, postgres
 from .base import ConnectionInvalid, ConnectionKind, Connector
 
-CONNECTION_KINDS: dict[str, ConnectionKind] = {kind.type: kind for kind in (aws.KIND, iceberg.KIND, postgres.KIND)}
+CONNECTION_KINDS: dict[str, ConnectionKind] = {kind.type: kind for kind in (aws.KIND, iceberg.KIND, postgres.KIND, gcp.KIND)}
 
 
 def connector_for(obj: CatalogObject, secret: Callable[[str], str], catalog) -> Connector:

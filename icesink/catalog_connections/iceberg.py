@@ -5,6 +5,7 @@
   AWS connection's credentials;
 - 'glue': the AWS Glue Data Catalog through boto3, data files on S3;
 - 'local': the embedded default, a SQLite catalog and a warehouse directory under the data directory (or WAREHOUSE).
+A REST catalog with STORAGE PROVIDER 'gcs' (files on Google Cloud Storage, GCP CONNECTION) is kept but not run yet.
 Secrets and AWS credentials are read each time the properties are built, so a rotated secret or a refreshed role
 applies at the next connect."""
 from __future__ import annotations
@@ -15,11 +16,12 @@ import uuid
 from pathlib import Path
 
 from ..catalog.private import private_file
-from ..errors import PlanError
+from ..errors import NotSupportedYet, PlanError
 from ..model.descriptors import IcebergCatalogOptions
 from ..model.options import OptionSpec, Rules, text
 from .aws import error_of
 from .base import ConnectionInvalid, ConnectionKind, Connector
+from .gcp import GCS_NOT_SUPPORTED
 
 OPTIONS = {
     "CATALOG TYPE": text(choices=("rest", "s3tablesrest", "glue", "local")),
@@ -31,8 +33,11 @@ OPTIONS = {
     "OAUTH2 SERVER URL": text(),
     "ACCESS DELEGATION": text(choices=("vended-credentials",)),  # Materialize's only one
     "AWS CONNECTION": OptionSpec(("object", "word")),
+    "STORAGE PROVIDER": text(choices=("s3", "gcs")),
+    "GCP CONNECTION": OptionSpec(("object", "word")),
 }
-_REST_ONLY = ("CREDENTIAL", "TOKEN", "SCOPE", "OAUTH2 SERVER URL", "ACCESS DELEGATION")
+_REST_ONLY = ("CREDENTIAL", "TOKEN", "SCOPE", "OAUTH2 SERVER URL", "ACCESS DELEGATION", "STORAGE PROVIDER",
+              "GCP CONNECTION")
 S3_TABLES_URL = "https://s3tables.{region}.amazonaws.com/iceberg"
 
 
@@ -63,6 +68,13 @@ def check(given, end: int) -> None:
                               catalog_type == "glue" else ""), type_pos)
     if catalog_type == "glue" and "WAREHOUSE" in given and not str(given["WAREHOUSE"].value).startswith("s3://"):
         raise PlanError("CATALOG TYPE 'glue' needs WAREHOUSE 's3://bucket/path'", given["WAREHOUSE"].value_pos)
+    if "GCP CONNECTION" in given or given.get("STORAGE PROVIDER") and given["STORAGE PROVIDER"].value == "gcs":
+        if "STORAGE PROVIDER" not in given or given["STORAGE PROVIDER"].value != "gcs":
+            raise PlanError("GCP CONNECTION is for files on Google Cloud Storage: add STORAGE PROVIDER = 'gcs'",
+                            given["GCP CONNECTION"].pos)
+        rules.required("GCP CONNECTION", "STORAGE PROVIDER 'gcs' requires GCP CONNECTION (a connection TO GCP with "
+                                         "the service account key)", given["STORAGE PROVIDER"].pos)
+        rules.excludes("GCP CONNECTION", "AWS CONNECTION")
     rules.excludes("CREDENTIAL", "TOKEN")
     rules.needs("SCOPE", "CREDENTIAL", " (the OAuth2 client credentials flow)")
     rules.needs("OAUTH2 SERVER URL", "CREDENTIAL", " (the OAuth2 client credentials flow)")
@@ -107,6 +119,9 @@ class IcebergCatalogConnector(Connector):
 
     def catalog_properties(self) -> dict[str, str]:
         """The properties pyiceberg's load_catalog takes for this connection, credentials as of now."""
+        if self.options.storage_provider == "gcs":
+            self.connection(self.options.gcp_connection.connection_id).key()  # a broken key is said first
+            raise GcsNotSupported(f"connection '{self.name}': {GCS_NOT_SUPPORTED}")
         return getattr(self, f"_{self.catalog_type}_properties")()
 
     def _local_properties(self) -> dict[str, str]:
@@ -223,6 +238,10 @@ class IcebergCatalogConnector(Connector):
                 if expired:
                     return expired
         return None
+
+
+class GcsNotSupported(NotSupportedYet):
+    """An Iceberg catalog connection whose files live on Google Cloud Storage: a sink on it fails with why."""
 
 
 KIND = ConnectionKind("iceberg-catalog", "Iceberg catalog connection", OPTIONS, IcebergCatalogOptions, check,

@@ -77,11 +77,14 @@ def plan_alter_connection(binder: Binder, obj, stmt: ast.Alter, default_validati
     return AlterConnectionPlan(changed, plan.depends_on, plan.validate, plan.notices)
 
 
+_CONNECTION_OPTIONS = {"AWS CONNECTION": "aws", "GCP CONNECTION": "gcp"}  # options naming another connection
+
+
 def _connection_plan(binder: Binder, stmt: ast.CreateConnection, end: int, default_validation: bool) -> CreatePlan:
     kind = CONNECTION_KINDS[stmt.connection_type]
     specs = kind.options
     given = opts.check_options(stmt.options, specs, kind.what)
-    kind.check({name: Given(opts.stored_value(option, specs[name], str) if name != "AWS CONNECTION"
+    kind.check({name: Given(opts.stored_value(option, specs[name], str) if name not in _CONNECTION_OPTIONS
                             else opts.scalar(option), option.pos, option.value.pos)
                 for name, option in given.items()}, end)
     depends: list[str] = []
@@ -93,10 +96,10 @@ def _connection_plan(binder: Binder, stmt: ast.CreateConnection, end: int, defau
 
     stored = {}
     for name, option in given.items():
-        if name == "AWS CONNECTION":
-            aws = binder.connection(option.value.name, "aws")
-            depends.append(aws.id)
-            stored[opts.snake(name)] = ConnectionRef(aws.id)
+        if name in _CONNECTION_OPTIONS:
+            other = binder.connection(option.value.name, _CONNECTION_OPTIONS[name])
+            depends.append(other.id)
+            stored[opts.snake(name)] = ConnectionRef(other.id)
         else:
             stored[opts.snake(name)] = opts.stored_value(option, specs[name], resolve_secret)
     if stored.get("catalog_type") == "s3tablesrest":
@@ -114,8 +117,8 @@ def _connection_plan(binder: Binder, stmt: ast.CreateConnection, end: int, defau
             "Statement": [{"Effect": "Allow", "Principal": {"AWS": "<the ARN icesink runs as>"},
                            "Action": "sts:AssumeRole",
                            "Condition": {"StringEquals": {"sts:ExternalId": external_id}}}]})
-    if validate is None and (not default_validation or stmt.connection_type == "aws"):
-        validate = False  # Materialize does not validate AWS connections by default
+    if validate is None and (not default_validation or stmt.connection_type in ("aws", "gcp")):
+        validate = False  # Materialize does not validate AWS connections by default; nor icesink GCP ones
     descriptor = ConnectionDescriptor(stmt.connection_type, kind.stored(**stored), external_id, trust_policy)
     return CreatePlan("connection", stmt.connection_type, stmt.name.name, *_texts(stmt), descriptor,
                       tuple(dict.fromkeys(depends)), validate=validate, notices=notices)

@@ -24,7 +24,8 @@ class Unsupported(NeedsAction, NotSupportedYet):
 
 
 def needs_action(failure: BaseException) -> bool:
-    return isinstance(failure, NeedsAction)
+    """What this release cannot run (NotSupportedYet) needs the user's action too: retrying cannot mend it."""
+    return isinstance(failure, (NeedsAction, NotSupportedYet))
 
 
 _EXTERNAL_MODULES = ("requests", "urllib3", "botocore", "boto3", "pyiceberg.exceptions")

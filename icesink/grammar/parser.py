@@ -23,10 +23,10 @@ _CATEGORIES = (
       "LPAR"}),  # a query may open with a parenthesized operand, which is not worth naming
     ("an object type such as SINK, SOURCE, CONNECTION, SECRET or TABLE", {"SINK", "SOURCE", "SECRET"},
      {"SINK", "SOURCE", "CONNECTION", "SECRET", "TABLE", "MATERIALIZED", "REDACTED", "SYSTEM", "TYPE"}),
-    ("a connection type: AWS, ICEBERG CATALOG or POSTGRES", {"AWS", "ICEBERG", "POSTGRES"},
-     {"AWS", "ICEBERG", "POSTGRES"}),
+    ("a connection type: AWS, ICEBERG CATALOG, POSTGRES or GCP", {"AWS", "ICEBERG", "POSTGRES"},
+     {"AWS", "ICEBERG", "POSTGRES", "GCP"}),
     ("a connection option such as URL or WAREHOUSE", {"URL", "WAREHOUSE"},
-     {"CATALOG", "URL", "WAREHOUSE", "CREDENTIAL", "TOKEN", "SCOPE", "OAUTH2", "ACCESS", "AWS"}),
+     {"CATALOG", "URL", "WAREHOUSE", "CREDENTIAL", "TOKEN", "SCOPE", "OAUTH2", "ACCESS", "AWS", "STORAGE", "GCP"}),
     ("a connection option such as REGION or ACCESS KEY ID", {"REGION", "ASSUME"},
      {"REGION", "ENDPOINT", "ACCESS", "SECRET", "SESSION", "ASSUME", "EXTERNAL"}),
     ("a connection option such as HOST or DATABASE", {"HOST", "DATABASE"},

@@ -275,7 +275,7 @@ def _query(node: ast.Query, name_table: TableNamer) -> exp.Expression:
 
 
 # ---------------------------------------------------------------- statements that create objects
-_CONNECTION_TYPES = {"aws": "AWS", "iceberg-catalog": "ICEBERG CATALOG", "postgres": "POSTGRES"}
+_CONNECTION_TYPES = {"aws": "AWS", "iceberg-catalog": "ICEBERG CATALOG", "postgres": "POSTGRES", "gcp": "GCP"}
 
 
 def name_sql(name: ast.Name) -> str:

@@ -154,8 +154,8 @@ class AstBuilder(Transformer_NonRecursive):
     def _option_name(self, c):
         return (_words(c), c[0].start_pos)
 
-    aws_option_name = iceberg_option_name = postgres_option_name = sink_target_name = _option_name
-    aws_option = iceberg_option = postgres_option = sink_target_option = _named_option
+    aws_option_name = iceberg_option_name = postgres_option_name = gcp_option_name = sink_target_name = _option_name
+    aws_option = iceberg_option = postgres_option = gcp_option = sink_target_option = _named_option
 
     def with_options(self, c):
         return ("with", c[-1])
@@ -230,8 +230,11 @@ class AstBuilder(Transformer_NonRecursive):
     def postgres_body(self, c):
         return ("postgres", tuple(self._of(c, ast.Option)))
 
+    def gcp_body(self, c):
+        return ("gcp", tuple(self._of(c, ast.Option)))
+
     def create_connection(self, c):
-        body = [x for x in c if isinstance(x, tuple) and x[0] in ("aws", "iceberg-catalog", "postgres")][0]
+        body = [x for x in c if isinstance(x, tuple) and x[0] in ("aws", "iceberg-catalog", "postgres", "gcp")][0]
         with_opts = [x for x in c if isinstance(x, tuple) and x[0] == "with"]
         return ast.CreateConnection(self._one(c, ast.ObjectName), body[0], body[1],
                                     with_opts[0][1] if with_opts else (), self._has(c, _IF_NOT_EXISTS))

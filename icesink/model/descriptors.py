@@ -119,6 +119,13 @@ class IcebergCatalogOptions(_Options):
     oauth2_server_url: Optional[str] = None
     access_delegation: Optional[str] = None
     aws_connection: Optional[ConnectionRef] = None
+    storage_provider: Optional[str] = None  # 's3' (the default) or 'gcs'
+    gcp_connection: Optional[ConnectionRef] = None
+
+
+@dataclass(frozen=True)
+class GcpOptions(_Options):
+    service_account_key: Optional[SecretRef] = None
 
 
 @dataclass(frozen=True)
@@ -135,12 +142,13 @@ class PostgresOptions(_Options):
     aws_connection: Optional[ConnectionRef] = None
 
 
-CONNECTION_OPTIONS = {"aws": AwsOptions, "iceberg-catalog": IcebergCatalogOptions, "postgres": PostgresOptions}
+CONNECTION_OPTIONS = {"aws": AwsOptions, "iceberg-catalog": IcebergCatalogOptions, "postgres": PostgresOptions,
+                      "gcp": GcpOptions}
 
 
 @dataclass(frozen=True)
 class ConnectionDescriptor:
-    kind: str  # 'aws', 'iceberg-catalog', 'postgres'
+    kind: str  # 'aws', 'iceberg-catalog', 'postgres', 'gcp'
     options: _Options
     external_id: Optional[str] = None  # AWS role assumption: what the trust policy must require
     example_trust_policy: Optional[str] = None
