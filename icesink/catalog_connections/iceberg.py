@@ -5,7 +5,8 @@
   AWS connection's credentials;
 - 'glue': the AWS Glue Data Catalog through boto3, data files on S3;
 - 'local': the embedded default, a SQLite catalog and a warehouse directory under the data directory (or WAREHOUSE).
-A REST catalog with STORAGE PROVIDER 'gcs' (files on Google Cloud Storage, GCP CONNECTION) is kept but not run yet.
+A REST catalog on Google Cloud (BigLake with a GCP CONNECTION, or STORAGE PROVIDER 'gcs') or Azure ('adls') is kept
+but not run yet.
 Secrets and AWS credentials are read each time the properties are built, so a rotated secret or a refreshed role
 applies at the next connect."""
 from __future__ import annotations
@@ -33,12 +34,13 @@ OPTIONS = {
     "OAUTH2 SERVER URL": text(),
     "ACCESS DELEGATION": text(choices=("vended-credentials",)),  # Materialize's only one
     "AWS CONNECTION": OptionSpec(("object", "word")),
-    "STORAGE PROVIDER": text(choices=("s3", "gcs")),
+    "STORAGE PROVIDER": text(choices=("s3", "gcs", "adls")),
     "GCP CONNECTION": OptionSpec(("object", "word")),
 }
 _REST_ONLY = ("CREDENTIAL", "TOKEN", "SCOPE", "OAUTH2 SERVER URL", "ACCESS DELEGATION", "STORAGE PROVIDER",
               "GCP CONNECTION")
 S3_TABLES_URL = "https://s3tables.{region}.amazonaws.com/iceberg"
+BIGLAKE_URL = "https://biglake.googleapis.com/iceberg/v1/restcatalog"
 
 
 def s3_tables_region(warehouse: str) -> str | None:
@@ -52,6 +54,8 @@ def check(given, end: int) -> None:
     rules.required("CATALOG TYPE", "an Iceberg catalog connection needs CATALOG TYPE ('rest', 's3tablesrest', "
                                    "'glue' or 'local')", end)
     catalog_type, type_pos = given["CATALOG TYPE"].value, given["CATALOG TYPE"].pos
+    if catalog_type == "s3tablesrest" and "STORAGE PROVIDER" in given:  # always S3: meaningless, as Materialize says
+        raise PlanError("s3tablesrest connections do not support STORAGE PROVIDER", given["STORAGE PROVIDER"].pos)
     if catalog_type != "rest":
         for name in _REST_ONLY:
             if name in given:
@@ -68,13 +72,10 @@ def check(given, end: int) -> None:
                               catalog_type == "glue" else ""), type_pos)
     if catalog_type == "glue" and "WAREHOUSE" in given and not str(given["WAREHOUSE"].value).startswith("s3://"):
         raise PlanError("CATALOG TYPE 'glue' needs WAREHOUSE 's3://bucket/path'", given["WAREHOUSE"].value_pos)
-    if "GCP CONNECTION" in given or given.get("STORAGE PROVIDER") and given["STORAGE PROVIDER"].value == "gcs":
-        if "STORAGE PROVIDER" not in given or given["STORAGE PROVIDER"].value != "gcs":
-            raise PlanError("GCP CONNECTION is for files on Google Cloud Storage: add STORAGE PROVIDER = 'gcs'",
-                            given["GCP CONNECTION"].pos)
-        rules.required("GCP CONNECTION", "STORAGE PROVIDER 'gcs' requires GCP CONNECTION (a connection TO GCP with "
-                                         "the service account key)", given["STORAGE PROVIDER"].pos)
-        rules.excludes("GCP CONNECTION", "AWS CONNECTION")
+    if "GCP CONNECTION" in given and str(given.get("URL").value if "URL" in given else "").rstrip("/") != BIGLAKE_URL:
+        # the service account's token is for Google's catalog only: sent elsewhere, it could be stolen (SS-69)
+        raise PlanError(f"a GCP connection can only be used with '{BIGLAKE_URL}' (BigLake's Iceberg REST catalog)",
+                        given["GCP CONNECTION"].pos)
     rules.excludes("CREDENTIAL", "TOKEN")
     rules.needs("SCOPE", "CREDENTIAL", " (the OAuth2 client credentials flow)")
     rules.needs("OAUTH2 SERVER URL", "CREDENTIAL", " (the OAuth2 client credentials flow)")
@@ -119,9 +120,10 @@ class IcebergCatalogConnector(Connector):
 
     def catalog_properties(self) -> dict[str, str]:
         """The properties pyiceberg's load_catalog takes for this connection, credentials as of now."""
-        if self.options.storage_provider == "gcs":
+        if self.options.gcp_connection is not None:
             self.connection(self.options.gcp_connection.connection_id).key()  # a broken key is said first
-            raise GcsNotSupported(f"connection '{self.name}': {GCS_NOT_SUPPORTED}")
+        if self.options.storage_provider in ("gcs", "adls") or self.options.gcp_connection is not None:
+            raise ElsewhereNotSupported(f"connection '{self.name}': {_elsewhere(self.options.storage_provider)}")
         return getattr(self, f"_{self.catalog_type}_properties")()
 
     def _local_properties(self) -> dict[str, str]:
@@ -240,8 +242,15 @@ class IcebergCatalogConnector(Connector):
         return None
 
 
-class GcsNotSupported(NotSupportedYet):
-    """An Iceberg catalog connection whose files live on Google Cloud Storage: a sink on it fails with why."""
+class ElsewhereNotSupported(NotSupportedYet):
+    """A catalog on Google Cloud (BigLake, files on Cloud Storage) or files on Azure: a sink on it fails with why."""
+
+
+def _elsewhere(storage_provider: str | None) -> str:
+    if storage_provider == "adls":
+        return ("writing to Azure Data Lake Storage is not supported yet: no Iceberg catalog over it runs where "
+                "icesink's sinks are tested")
+    return GCS_NOT_SUPPORTED
 
 
 KIND = ConnectionKind("iceberg-catalog", "Iceberg catalog connection", OPTIONS, IcebergCatalogOptions, check,
