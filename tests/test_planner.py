@@ -503,7 +503,7 @@ def test_maps_ranges_and_unsigned_types_have_materializes_key_rules(planned):
     assert rows(planned, "SHOW COLUMNS FROM shapes") == [
         ("id", 0, "uint8"), ("m", 1, "map[text=>integer]"), ("r", 1, "int4range"), ("l", 1, "integer[]")]
     for column, reason in (("m", "a map cannot be compared as a key"), ("l", "a list cannot be compared as a key"),
-                           ("r", "a range cannot be a key: Iceberg has no range type, and writes it as text")):
+                           ("r", "a range is written as an Iceberg struct, which cannot be compared as a key")):
         error = error_of(planned, sink(f"KEY ({column}) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1s')",
                                        input="shapes"))
         assert error.message == f"KEY column \"{column}\" cannot be part of a key: {reason}"

@@ -1,5 +1,6 @@
 """The sink runtime end to end: engine-table changes reach the Iceberg table once each, as an
 independent reader (DuckDB) sees it."""
+import datetime as dt
 import json
 import random
 import time
@@ -421,7 +422,8 @@ def test_a_sink_switched_to_another_relation_holds_exactly_that_relation(runtime
 
 def test_maps_lists_ranges_and_unsigned_integers_reach_iceberg_as_materialize_writes_them(runtime):
     """map[text=>T] as an Iceberg map, `T list` as a list, uint8 as decimal(20,0) (uint2 and uint4 as int and
-    long), ranges as their canonical text; read back by DuckDB, through both upsert writers."""
+    long), a range as Materialize's struct of its canonical bounds; read back by DuckDB, through both upsert
+    writers."""
     runtime.execute("""
         CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
         CREATE TABLE shapes (id uint8 NOT NULL, small uint2, mid uint4, attrs map[text=>int], tags text list,
@@ -430,6 +432,7 @@ def test_maps_lists_ranges_and_unsigned_integers_reach_iceberg_as_materialize_wr
           (18446744073709551615, 65535, 4294967295, '{a=>1, "b c"=>NULL}', '{x,"y z"}', '(1,5]',
            '[2024-01-01,2024-01-31]', '[1.5,)'),
           (1, 0, 0, '{}', '{}', 'empty', NULL, '(,)');
+        INSERT INTO shapes (id, span) VALUES (2, 'empty');
         CREATE SINK copied FROM shapes INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'copied')
           KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
         CREATE SINK merged FROM shapes INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'merged')
@@ -439,14 +442,21 @@ def test_maps_lists_ranges_and_unsigned_integers_reach_iceberg_as_materialize_wr
     runtime.execute("UPDATE shapes SET attrs = '{c=>3}', span = '[7,9]' WHERE id = 1")
     for sink in ("copied", "merged"):
         wait_for(caught_up(runtime, sink, "shapes"), what=f"{sink} to commit the update")
+    def span(lower, upper, lower_inclusive=True, upper_inclusive=False, empty=False):
+        return {"lower": lower, "upper": upper, "lower_inclusive": lower_inclusive,
+                "upper_inclusive": upper_inclusive, "empty": empty}
     expected = [
-        (Decimal(1), 0, 0, {"c": 3}, [], "[7,10)", None, "(,)"),
-        (Decimal(18446744073709551615), 65535, 4294967295, {"a": 1, "b c": None}, ["x", "y z"], "[2,6)",
-         "[2024-01-01,2024-02-01)", "[1.5,)")]
+        (Decimal(1), 0, 0, {"c": 3}, [], span(7, 10), None, span(None, None, False)),
+        (Decimal(2), None, None, None, None, span(None, None, False, False, True), None, None),
+        (Decimal(18446744073709551615), 65535, 4294967295, {"a": 1, "b c": None}, ["x", "y z"], span(2, 6),
+         span(dt.date(2024, 1, 1), dt.date(2024, 2, 1)), span(Decimal("1.5"), None))]
     for sink in ("copied", "merged"):
         table = iceberg_table(runtime, sink)
-        assert [str(f.field_type) for f in table.schema().fields] == [
-            "decimal(20, 0)", "int", "long", "map<string, int>", "list<string>", "string", "string", "string"]
+        assert [str(f.field_type) for f in table.schema().fields[:5]] == [
+            "decimal(20, 0)", "int", "long", "map<string, int>", "list<string>"]
+        assert [[str(f.field_type) for f in c.field_type.fields] for c in table.schema().fields[5:]] == [
+            ["int", "int", "boolean", "boolean", "boolean"], ["date", "date", "boolean", "boolean", "boolean"],
+            ["decimal(38, 10)", "decimal(38, 10)", "boolean", "boolean", "boolean"]]
         got = duckdb_rows(table.metadata_location, "id, small, mid, attrs, tags, span, days, amounts", "id")
         assert got == expected
 

@@ -33,7 +33,7 @@ NESTED = {"jsonb", "map", "record", "list"}
 KEY_PROBLEMS = {
     "map": "a map cannot be compared as a key", "list": "a list cannot be compared as a key",
     "record": "a record cannot be compared as a key", "jsonb": "a jsonb value cannot be compared as a key",
-    "range": "a range cannot be a key: Iceberg has no range type, and writes it as text",
+    "range": "a range is written as an Iceberg struct, which cannot be compared as a key",
 }
 INTEGERS = ("smallint", "integer", "bigint")
 NUMERIC_ORDER = ("smallint", "integer", "bigint", "numeric", "real", "double precision")

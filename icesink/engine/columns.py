@@ -4,9 +4,9 @@ from __future__ import annotations
 from pyiceberg import types as it
 from pyspark.sql import types as st
 
-from ..model.types import UINT8_DECIMAL, base_type, map_value_type, numeric_params
+from ..model.types import RANGE_BOUNDS, RANGE_FIELDS, UINT8_DECIMAL, base_type, map_value_type, numeric_params
 
-# One table for both worlds; anything else (text, uuid, jsonb, time, interval, ranges) is text everywhere.
+# One table for both worlds; anything else (text, uuid, jsonb, time, interval) is text everywhere.
 _SIMPLE = {
     "smallint": (st.IntegerType, it.IntegerType), "integer": (st.IntegerType, it.IntegerType),
     "bigint": (st.LongType, it.LongType), "real": (st.FloatType, it.FloatType),
@@ -23,6 +23,10 @@ def spark_type(type_name: str) -> st.DataType:
         return st.ArrayType(spark_type(type_name[:-2]))
     if base_type(type_name) == "map":
         return st.MapType(st.StringType(), spark_type(map_value_type(type_name)))
+    if base_type(type_name) == "range":  # as Materialize writes a range
+        bound = spark_type(RANGE_BOUNDS[type_name])
+        return st.StructType([st.StructField(n, bound if i < 2 else st.BooleanType(), True)
+                              for i, n in enumerate(RANGE_FIELDS)])
     if base_type(type_name) == "numeric":
         return st.DecimalType(*numeric_params(type_name))
     if type_name == "uint8":
@@ -34,6 +38,10 @@ def iceberg_type(type_name: str, next_id) -> it.IcebergType:
     if type_name.endswith("[]"):
         element_id = next_id()
         return it.ListType(element_id, iceberg_type(type_name[:-2], next_id), element_required=False)
+    if base_type(type_name) == "range":
+        return it.StructType(*(it.NestedField(next_id(), n, iceberg_type(RANGE_BOUNDS[type_name], next_id) if i < 2
+                                              else it.BooleanType(), required=False)
+                               for i, n in enumerate(RANGE_FIELDS)))
     if base_type(type_name) == "map":
         key_id, value_id = next_id(), next_id()
         return it.MapType(key_id, it.StringType(), value_id, iceberg_type(map_value_type(type_name), next_id),

@@ -7,11 +7,10 @@ import json
 import re
 from typing import Callable
 
+from ..model.types import RANGE_BOUNDS as _RANGE_BOUNDS
 from ..model.types import decoder
 from .values import InvalidValue, input_function
 
-_RANGE_BOUNDS = {"int4range": "integer", "int8range": "bigint", "numrange": "numeric", "daterange": "date",
-                 "tsrange": "timestamp", "tstzrange": "timestamp with time zone"}
 _DISCRETE = {"int4range", "int8range", "daterange"}  # canonical as [lower, upper), as Postgres makes them
 _QUOTED = r'"(?:[^"\\]|\\.)*"'
 _RANGE = re.compile(rf'\s*([\[(])\s*({_QUOTED}|[^,"]*?)\s*,\s*({_QUOTED}|[^,"]*?)\s*([\])])\s*')

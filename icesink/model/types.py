@@ -38,6 +38,41 @@ def map_value_type(type_name: str) -> str:
     return type_name[len("map[text=>"):-1]
 
 
+RANGE_BOUNDS = {"int4range": "integer", "int8range": "bigint", "numrange": "numeric", "daterange": "date",
+                "tsrange": "timestamp", "tstzrange": "timestamp with time zone"}
+RANGE_FIELDS = ("lower", "upper", "lower_inclusive", "upper_inclusive", "empty")  # Materialize's struct
+
+
+def _range(type_name: str):
+    """A range's canonical text ('[2,6)', '(,5]', 'empty') as Materialize writes a range: a struct of its bounds,
+    whether each is inclusive, and whether it is empty (an unbounded side is null)."""
+    bound = decoder(RANGE_BOUNDS[type_name])
+
+    def value(text: str) -> str | None:
+        text = text.strip()
+        return None if text == "" else text[1:-1].replace('\\"', '"') if text.startswith('"') else text
+
+    def convert(text: str) -> dict:
+        if text == "empty":
+            return dict(zip(RANGE_FIELDS, (None, None, False, False, True)))
+        lower, upper = _split_range(text[1:-1])
+        lower, upper = value(lower), value(upper)
+        return {"lower": None if lower is None else bound(lower), "upper": None if upper is None else bound(upper),
+                "lower_inclusive": text[0] == "[", "upper_inclusive": text[-1] == "]", "empty": False}
+    return convert
+
+
+def _split_range(body: str) -> tuple[str, str]:
+    """The two bounds of a range's text, at the comma outside quotes."""
+    quoted = False
+    for index, char in enumerate(body):
+        if char == '"':
+            quoted = not quoted
+        elif char == "," and not quoted:
+            return body[:index], body[index + 1:]
+    raise ValueError(f"not a range: {body!r}")
+
+
 def numeric_params(type_name: str) -> tuple[int, int]:
     if "(" not in type_name:
         return UNBOUNDED_NUMERIC
@@ -58,6 +93,9 @@ def decoder(type_name: str):
         inner = decoder(type_name[:-2])
         return lambda v: None if v is None else [inner(x) for x in (json.loads(v) if isinstance(v, str) else v)]
     base = base_type(type_name)
+    if base == "range":
+        convert_range = _range(type_name)
+        return lambda v: None if v is None else convert_range(v)
     if base == "map":
         inner = decoder(map_value_type(type_name))
         return lambda v: None if v is None else [
@@ -75,7 +113,7 @@ def decoder(type_name: str):
 
 
 # stored (and logged as JSON) as Arrow takes them for their Spark type: no decoding
-_AS_STORED = {"smallint", "integer", "bigint", "uint2", "uint4", "text", "jsonb", "uuid", "interval", "time", *RANGES}
+_AS_STORED = {"smallint", "integer", "bigint", "uint2", "uint4", "text", "jsonb", "uuid", "interval", "time"}
 
 
 def column_decoder(type_name: str):
