@@ -509,7 +509,16 @@ def test_maps_ranges_and_unsigned_types_have_materializes_key_rules(planned):
         assert error.message == f"KEY column \"{column}\" cannot be part of a key: {reason}"
     planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')", input="shapes"))
     assert error_of(planned, "CREATE TABLE bad (m map[int=>text])").message == "a map's keys must be text, not int"
-    error = error_of(planned, "CREATE TYPE point AS (x int, y int)")
-    assert (error.kind, error.message) == ("not supported yet", "named types (CREATE TYPE) and records are not "
-                                           "supported yet: write a list as `T list` or `T[]` and a map as "
-                                           "`map[text=>T]` in the column itself")
+    planned.execute("CREATE TYPE point AS (x int, y int); CREATE TYPE ints AS LIST (ELEMENT TYPE = int4);"
+                    "CREATE TABLE points (id int NOT NULL, p point, l ints, PRIMARY KEY (id))")
+    assert rows(planned, "SHOW TYPES") == [("ints", "list"), ("point", "record")]
+    assert rows(planned, "SHOW COLUMNS FROM points")[1:] == [("p", 1, 'record("x" integer,"y" integer)'),
+                                                           ("l", 1, "integer[]")]
+    error = error_of(planned, sink("KEY (p) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1s')", input="points",
+                                   name="s2"))
+    assert error.message == "KEY column \"p\" cannot be part of a key: a record cannot be compared as a key"
+    assert error_of(planned, "DROP TYPE point").message == "cannot drop type 'point': table 'points' depends on it"
+    assert error_of(planned, "CREATE TYPE m AS MAP (KEY TYPE = int4, VALUE TYPE = int4)").message == (
+        "a map's keys must be text, not integer")
+    assert error_of(planned, "INSERT INTO points VALUES (1, ROW(1, 2, 3), NULL)").message == (
+        "INSERT into table 'points', column \"p\": a record of 3 fields where its type has 2")

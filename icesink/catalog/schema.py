@@ -8,7 +8,7 @@ MIGRATIONS = (
         id TEXT PRIMARY KEY,
         seq INTEGER NOT NULL UNIQUE,
         name TEXT NOT NULL UNIQUE,
-        kind TEXT NOT NULL,          -- secret | connection | source | subsource | table | materialized-view | sink
+        kind TEXT NOT NULL,          -- secret | connection | source | subsource | table | materialized-view | sink | type
         type TEXT NOT NULL,          -- e.g. iceberg-catalog, postgres, load-generator, iceberg
         cluster TEXT,
         connection_id TEXT,
@@ -100,6 +100,10 @@ VIEWS = {
                json_extract(definition, '$.query_sql') AS definition, '{OWNER_ID}' AS owner_id,
                create_sql, redacted_create_sql
         FROM objects WHERE kind = 'materialized-view'""",
+    "mz_types": f"""
+        SELECT id, 20000 + seq AS oid, '{SCHEMA_ID}' AS schema_id, name, type AS category, '{OWNER_ID}' AS owner_id,
+               json_extract(definition, '$.type_name') AS definition
+        FROM objects WHERE kind = 'type'""",
     "mz_columns": """
         SELECT o.id, json_extract(c.value, '$.name') AS name, c.key + 1 AS position,
                json_extract(c.value, '$.nullable') = 1 AS nullable, json_extract(c.value, '$.type') AS type

@@ -153,6 +153,12 @@ class Catalog:
             db.executemany("INSERT OR IGNORE INTO dependencies VALUES (?, ?)",
                            [(object_id, other) for other in depends_on])
 
+    def add_dependencies(self, object_id: str, depends_on: tuple[str, ...]) -> None:
+        """`object_id` depends on these too (ALTER TABLE … ADD COLUMN of a type CREATE TYPE made)."""
+        with self.transaction() as db:
+            db.executemany("INSERT OR IGNORE INTO dependencies VALUES (?, ?)",
+                           [(object_id, other) for other in depends_on])
+
     def delete(self, ids: list[str]) -> None:
         with self.transaction() as db:
             for object_id in ids:

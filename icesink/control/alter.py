@@ -11,7 +11,7 @@ from ..grammar.parser import parse_statement
 from ..grammar.render import name_sql, query, statement_sql, stored_sql, subsource_sql
 from ..recursion import deep_recursion
 from .binder import KIND_WORDS, Binder, describe
-from .create import plan_alter_connection
+from .create import named_types, plan_alter_connection
 from .plans import AddColumnPlan, DropPlan, NoticePlan, SetSecretPlan, UpdatePlan
 from .query import walk
 from .sinks import alter_sink_input, alter_sink_options
@@ -83,6 +83,8 @@ def plan_alter(binder: Binder, stmt: ast.Alter, default_validation: bool = True)
         return NoticePlan(f"{KIND_WORDS[stmt.kind]} '{stmt.name}' does not exist, skipping", status)
     obj = binder.lookup(stmt.name, kinds, KIND_WORDS[stmt.kind])
     action = stmt.action
+    if obj.kind == "type":  # its tables hold its fields, not its name: a changed type would not reach them
+        raise PlanError("ALTER TYPE is not supported; drop the type and create it again", stmt.action_pos)
     if stmt.with_options and not (obj.kind == "connection" and isinstance(action, (ast.SetOptions,
                                                                                   ast.ResetOptions))):
         raise PlanError("WITH (…) applies only to ALTER CONNECTION … SET/RESET", stmt.with_options[0].pos)
@@ -134,7 +136,8 @@ def _plan_add_column(binder: Binder, table: CatalogObject, stmt: ast.Alter):
                         f"already in table '{table.name}' hold null in it", new.name.pos)
     if new.default is not None:
         raise NotSupportedYet("column DEFAULT values are not supported yet", new.name.pos)
-    columns = (*table.descriptor.columns, Column(name, normalize(new.type)))
+    used: list[str] = []
+    columns = (*table.descriptor.columns, Column(name, normalize(new.type, named_types(binder, used))))
     with deep_recursion():
         statement = parse_statement(table.create_sql)
     statement = dataclasses.replace(statement, columns=(*statement.columns, new))
@@ -142,7 +145,7 @@ def _plan_add_column(binder: Binder, table: CatalogObject, stmt: ast.Alter):
                        statement)
     sinks = [dataclasses.replace(s, descriptor=dataclasses.replace(s.descriptor, columns=columns))
              for s in binder.catalog.dependents(table.id) if s.kind == "sink"]
-    return AddColumnPlan(altered, sinks)
+    return AddColumnPlan(altered, sinks, tuple(dict.fromkeys(used)))
 
 
 def plan_drop(binder: Binder, stmt: ast.Drop):

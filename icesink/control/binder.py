@@ -12,7 +12,7 @@ from .query import Relation
 
 KIND_WORDS = {
     "secret": "secret", "connection": "connection", "source": "source", "subsource": "subsource",
-    "table": "table", "materialized-view": "materialized view", "sink": "sink",
+    "table": "table", "materialized-view": "materialized view", "sink": "sink", "type": "type",
 }
 RELATION_KINDS = ("source", "subsource", "table", "materialized-view")
 _USER_SCHEMAS = ((), ("public",), ("materialize", "public"))
@@ -60,6 +60,11 @@ class Binder:
 
     def secret(self, name: ast.ObjectName) -> CatalogObject:
         return self.lookup(name, ("secret",), "secret")
+
+    def named_type(self, name: str) -> CatalogObject | None:
+        """A type CREATE TYPE made, by the name a column's type gives (None: no such type)."""
+        obj = self.catalog.get(name)
+        return obj if obj is not None and obj.kind == "type" else None
 
     def connection(self, name: ast.ObjectName, connection_type: str) -> CatalogObject:
         obj = self.lookup(name, ("connection",), "connection")

@@ -21,8 +21,9 @@ from ..catalog_connections.iceberg import s3_tables_region
 from ..model.options import Given
 from ..model.descriptors import (ConnectionDescriptor, ConnectionRef, GeneratorSettings,
                                  LoadGeneratorDescriptor, PostgresSourceDescriptor, SubsourceDescriptor, TableDescriptor,
-                                 ViewDescriptor)
-from .types import LOAD_GENERATORS, Column, normalize
+                                 TypeDescriptor, ViewDescriptor)
+from ..model.types import record_type
+from .types import LOAD_GENERATORS, Column, NamedTypes, normalize
 
 
 def _texts(stmt) -> tuple[str, str]:
@@ -243,10 +244,60 @@ def plan_create_load_generator(binder: Binder, stmt: ast.CreateLoadGeneratorSour
     return plan
 
 
+def named_types(binder: Binder, used: list[str]) -> NamedTypes:
+    """Types CREATE TYPE made, for normalize(); the ids of those it resolves go into `used` (what a new object
+    depends on)."""
+    def named(name: str) -> str | None:
+        obj = binder.named_type(name)
+        if obj is None:
+            return None
+        used.append(obj.id)
+        return obj.descriptor.type_name
+    return named
+
+
+def plan_create_type(binder: Binder, stmt: ast.CreateType):
+    """A record (its fields), or a named list or map, as Materialize has them; columns of the type get its type."""
+    if binder.new_name(stmt.name):
+        return exists_notice("type", stmt.name.name, "CREATE TYPE")
+    used: list[str] = []
+    named = named_types(binder, used)
+    if stmt.category == "record":
+        fields, seen = [], set()
+        for field in stmt.fields:
+            if field.name.value in seen:
+                raise PlanError(f"field \"{field.name.value}\" specified more than once", field.name.pos)
+            if field.not_null or field.primary_key or field.default is not None:
+                raise PlanError("a record's fields take no constraints or defaults", field.name.pos)
+            seen.add(field.name.value)
+            fields.append((field.name.value, normalize(field.type, named)))
+        type_name = record_type(fields)
+    else:
+        wanted = ("ELEMENT TYPE",) if stmt.category == "list" else ("KEY TYPE", "VALUE TYPE")
+        given = {o.name: o for o in stmt.options}
+        for option in stmt.options:
+            if option.name not in wanted:
+                raise PlanError(f"unknown {stmt.category} type option {option.name}; the options are: "
+                                f"{', '.join(wanted)}", option.pos)
+        for name in wanted:
+            if name not in given:
+                raise PlanError(f"CREATE TYPE … AS {stmt.category.upper()} needs {name}", stmt.name.end)
+        kinds = {name: normalize(ast.DataType(str(opts.scalar(given[name])).lower(), pos=given[name].value.pos),
+                                 named) for name in wanted}
+        if stmt.category == "list":
+            type_name = kinds["ELEMENT TYPE"] + "[]"
+        elif kinds["KEY TYPE"] != "text":
+            raise PlanError(f"a map's keys must be text, not {kinds['KEY TYPE']}", given["KEY TYPE"].value.pos)
+        else:
+            type_name = f"map[text=>{kinds['VALUE TYPE']}]"
+    return CreatePlan("type", stmt.category, stmt.name.name, *_texts(stmt), TypeDescriptor(type_name),
+                      tuple(dict.fromkeys(used)))
+
+
 def plan_create_table(binder: Binder, stmt: ast.CreateTable):
     if binder.new_name(stmt.name, stmt.if_not_exists):
         return exists_notice("table", stmt.name.name, "CREATE TABLE")
-    columns, seen = [], set()
+    columns, seen, used = [], set(), []
     pk = {n.value for n in stmt.primary_key}
     for col in stmt.columns:
         if col.name.value in seen:
@@ -254,12 +305,13 @@ def plan_create_table(binder: Binder, stmt: ast.CreateTable):
         if col.default is not None:
             raise NotSupportedYet("column DEFAULT values are not supported yet", col.name.pos)
         seen.add(col.name.value)
-        columns.append(Column(col.name.value, normalize(col.type), not (col.not_null or col.name.value in pk)))
+        columns.append(Column(col.name.value, normalize(col.type, named_types(binder, used)),
+                              not (col.not_null or col.name.value in pk)))
     for key in stmt.primary_key:
         if key.value not in seen:
             raise PlanError(f"PRIMARY KEY column \"{key.value}\" does not exist", key.pos)
     descriptor = TableDescriptor(tuple(columns), tuple(k.value for k in stmt.primary_key))
-    return CreatePlan("table", "table", stmt.name.name, *_texts(stmt), descriptor)
+    return CreatePlan("table", "table", stmt.name.name, *_texts(stmt), descriptor, tuple(dict.fromkeys(used)))
 
 
 def plan_create_table_from_source(binder: Binder, stmt: ast.CreateTableFromSource):

@@ -167,6 +167,7 @@ class Executor:
         with self.catalog.transaction():
             for obj in (plan.table, *plan.sinks):
                 self.catalog.update(obj)
+            self.catalog.add_dependencies(plan.table.id, plan.types)
         return Result("ALTER TABLE")
 
     def _AlterConnectionPlan(self, plan: AlterConnectionPlan) -> Result:

@@ -4,13 +4,13 @@ from __future__ import annotations
 import difflib
 
 from ..catalog.store import Catalog
-from ..errors import NotSupportedYet, PlanError
+from ..errors import PlanError
 from ..grammar import ast
 from .alter import plan_alter, plan_drop
 from .binder import Binder
 from .create import (plan_create_connection, plan_create_load_generator, plan_create_materialized_view,
                      plan_create_postgres_source, plan_create_secret, plan_create_table,
-                     plan_create_table_from_source)
+                     plan_create_table_from_source, plan_create_type)
 from .plans import CreatePlan, QueryPlan, SetVariablePlan, ValidatePlan
 from .queries import plan_select, plan_show, plan_show_columns, plan_show_create
 from .writes import plan_copy, plan_write
@@ -85,9 +85,7 @@ class Planner:
             case ast.CreateTable():
                 return plan_create_table(b, stmt)
             case ast.CreateType():
-                raise NotSupportedYet("named types (CREATE TYPE) and records are not supported yet: write a list as "
-                                      "`T list` or `T[]` and a map as `map[text=>T]` in the column itself",
-                                      stmt.name.pos)
+                return plan_create_type(b, stmt)
             case ast.CreateTableFromSource():
                 return plan_create_table_from_source(b, stmt)
             case ast.CreateMaterializedView():

@@ -62,6 +62,7 @@ class AddColumnPlan:
 
     table: CatalogObject
     sinks: list[CatalogObject]
+    types: tuple[str, ...] = ()  # the types CREATE TYPE made that the new column is of: the table depends on them
 
 
 @dataclass

@@ -28,6 +28,7 @@ _SHOW = {
     "materialized views": ("SELECT name, cluster_id AS cluster FROM mz_materialized_views", ""),
     "sinks": ("SELECT name, type, cluster_id AS cluster FROM mz_sinks", ""),
     "objects": ("SELECT name, type FROM mz_objects", ""),
+    "types": ("SELECT name, category FROM mz_types", ""),
 }
 _CREATE_VIEW = {"sink": "mz_sinks", "connection": "mz_connections", "source": "mz_sources",
                 "table": "mz_tables", "materialized-view": "mz_materialized_views"}
@@ -96,6 +97,8 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
             name = known[0] or ("lpad" if node.args.get("is_left") else "rpad")
             # a replaced node's arguments are not visited again: they are converted here
             return exp.Anonymous(this=name, expressions=[a.transform(replace) for a in _arguments(node, known[1])])
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "row":  # a record, as its fields in JSON
+            return exp.Anonymous(this="icesink_row", expressions=[a.transform(replace) for a in node.expressions])
         if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
             unit = node.args.get("unit")
             unit = exp.Literal.string(unit.name if isinstance(unit, (exp.Var, exp.Literal)) else str(unit))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Optional
 
 from ..errors import PlanError
 from ..grammar import ast
@@ -24,7 +25,6 @@ _SYNONYMS = {
     "timestamp with time zone": "timestamp with time zone",
     "uuid": "uuid", "bytea": "bytea", "binary": "bytea",
     "json": "jsonb", "jsonb": "jsonb", "interval": "interval",
-    "record": "record",
     "uint2": "uint2", "uint4": "uint4", "uint8": "uint8",
     **{r: r for r in RANGES},
 }
@@ -41,12 +41,19 @@ TEMPORAL = {"date", "timestamp", "timestamp with time zone"}
 UNKNOWN = "unknown"
 
 
-def normalize(data_type: ast.DataType) -> str:
+NamedTypes = Callable[[str], Optional[str]]  # a type CREATE TYPE made, by name: its type name (None: none such)
+
+
+def normalize(data_type: ast.DataType, named: NamedTypes | None = None) -> str:
     if data_type.name == "map":
-        if normalize(data_type.key) != "text":
+        if normalize(data_type.key, named) != "text":
             raise PlanError(f"a map's keys must be text, not {data_type.key}", data_type.key.pos)
-        return f"map[text=>{normalize(data_type.value)}]" + "[]" * data_type.array_depth
+        return f"map[text=>{normalize(data_type.value, named)}]" + "[]" * data_type.array_depth
     name = _SYNONYMS.get(data_type.name)
+    if name is None and named is not None:
+        found = named(data_type.name)
+        if found is not None:
+            return found + "[]" * data_type.array_depth
     if name is None:
         raise PlanError(f"type \"{data_type.name}\" does not exist", data_type.pos)
     if name == "numeric" and data_type.params:

@@ -38,6 +38,9 @@ def _constant(expr):
             and expr.operand.type == "numeric":
         value = _constant(expr.operand)
         return -value if expr.op == "-" else value
+    if isinstance(expr, ast.FunctionCall) and expr.name.value == "row" and not expr.star:  # a record's fields
+        fields = [_constant(a) for a in expr.args]
+        return _COMPUTED if _COMPUTED in fields else fields
     return _COMPUTED
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 from pyiceberg import types as it
 from pyspark.sql import types as st
 
-from ..model.types import RANGE_BOUNDS, RANGE_FIELDS, UINT8_DECIMAL, base_type, map_value_type, numeric_params
+from ..model.types import (RANGE_BOUNDS, RANGE_FIELDS, UINT8_DECIMAL, base_type, map_value_type, numeric_params,
+                           record_fields)
 
 # One table for both worlds; anything else (text, uuid, jsonb, time, interval) is text everywhere.
 _SIMPLE = {
@@ -23,6 +24,8 @@ def spark_type(type_name: str) -> st.DataType:
         return st.ArrayType(spark_type(type_name[:-2]))
     if base_type(type_name) == "map":
         return st.MapType(st.StringType(), spark_type(map_value_type(type_name)))
+    if base_type(type_name) == "record":
+        return st.StructType([st.StructField(n, spark_type(t), True) for n, t in record_fields(type_name)])
     if base_type(type_name) == "range":  # as Materialize writes a range
         bound = spark_type(RANGE_BOUNDS[type_name])
         return st.StructType([st.StructField(n, bound if i < 2 else st.BooleanType(), True)
@@ -38,6 +41,9 @@ def iceberg_type(type_name: str, next_id) -> it.IcebergType:
     if type_name.endswith("[]"):
         element_id = next_id()
         return it.ListType(element_id, iceberg_type(type_name[:-2], next_id), element_required=False)
+    if base_type(type_name) == "record":
+        return it.StructType(*(it.NestedField(next_id(), n, iceberg_type(t, next_id), required=False)
+                               for n, t in record_fields(type_name)))
     if base_type(type_name) == "range":
         return it.StructType(*(it.NestedField(next_id(), n, iceberg_type(RANGE_BOUNDS[type_name], next_id) if i < 2
                                               else it.BooleanType(), required=False)

@@ -424,9 +424,10 @@ def input_function(type_name: str) -> Callable:
     passes the sink's own decoder: that check is part of the function."""
     if type_name.endswith("[]"):
         convert = _array(type_name[:-2])
-    elif base_type(type_name) in ("map", "range"):
-        from .map_range_values import map_input, range_input
-        convert = map_input(map_value_type(type_name)) if base_type(type_name) == "map" else range_input(type_name)
+    elif base_type(type_name) in ("map", "range", "record"):
+        from .nested_values import map_input, range_input, record_input
+        convert = (map_input(map_value_type(type_name)) if base_type(type_name) == "map"
+                   else range_input(type_name) if base_type(type_name) == "range" else record_input(type_name))
     elif base_type(type_name) == "numeric":
         convert = _numeric(type_name)
     else:

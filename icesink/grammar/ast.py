@@ -416,8 +416,12 @@ class ColumnDef:
 
 @dataclass(frozen=True)
 class CreateType(Statement):
-    """CREATE TYPE … AS (…) | AS LIST (…) | AS MAP (…): parsed, so that it is refused as not supported yet."""
+    """CREATE TYPE name AS (field type, …) (a record), AS LIST (ELEMENT TYPE = t), AS MAP (KEY TYPE = text,
+    VALUE TYPE = t)."""
     name: ObjectName
+    fields: tuple["ColumnDef", ...] = ()  # a record's
+    category: str = "record"  # 'record', 'list', 'map'
+    options: tuple[Option, ...] = ()  # a list's or a map's
 
 
 @dataclass(frozen=True)

@@ -377,6 +377,10 @@ def statement_sql(stmt, redacted: bool = False) -> str:
         if stmt.primary_key:
             elements.append(f"PRIMARY KEY ({', '.join(name_sql(k) for k in stmt.primary_key)})")
         return f"CREATE TABLE {name} ({', '.join(elements)})"
+    if isinstance(stmt, ast.CreateType):
+        if stmt.category != "record":
+            return f"CREATE TYPE {name} AS {stmt.category.upper()} {options_sql(stmt.options)}"
+        return f"CREATE TYPE {name} AS ({', '.join(_column_sql(c) for c in stmt.fields)})"
     if isinstance(stmt, ast.CreateTableFromSource):
         reference = f" (REFERENCE = {object_name_sql(stmt.reference)})" if stmt.reference is not None else ""
         return f"CREATE TABLE {name} FROM SOURCE {object_name_sql(stmt.source)}{reference}"

@@ -343,7 +343,9 @@ class AstBuilder(Transformer_NonRecursive):
         return ("pk", self._names(c))
 
     def create_type(self, c):
-        return ast.CreateType(self._one(c, ast.ObjectName))
+        category = next((str(t).lower() for t in c if isinstance(t, Token) and t.type in ("LIST", "MAP")), "record")
+        options = next((x for x in c if isinstance(x, tuple) and x and isinstance(x[0], ast.Option)), ())
+        return ast.CreateType(self._one(c, ast.ObjectName), tuple(self._of(c, ast.ColumnDef)), category, options)
 
     def create_table(self, c):
         columns = tuple(self._of(c, ast.ColumnDef))

@@ -418,6 +418,20 @@ class SinkDescriptor:
 
 
 @dataclass(frozen=True)
+class TypeDescriptor:
+    """CREATE TYPE: the type a column of this name has (model/types: a record's, a list's or a map's name)."""
+    type_name: str
+
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "type_name": self.type_name}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "TypeDescriptor":
+        _format(data)
+        return cls(data["type_name"])
+
+
+@dataclass(frozen=True)
 class SecretDescriptor:
     """A secret's value is in the secret store; the catalog keeps nothing of it."""
 
@@ -431,7 +445,7 @@ class SecretDescriptor:
 
 
 Descriptor = Union[SecretDescriptor, ConnectionDescriptor, TableDescriptor, SubsourceDescriptor, LoadGeneratorDescriptor,
-                   PostgresSourceDescriptor, ViewDescriptor, SinkDescriptor]
+                   PostgresSourceDescriptor, ViewDescriptor, SinkDescriptor, TypeDescriptor]
 
 
 def from_json(kind: str, type_: str, data: dict) -> Descriptor:
@@ -442,7 +456,7 @@ def from_json(kind: str, type_: str, data: dict) -> Descriptor:
         return LoadGeneratorDescriptor.from_json(data) if type_ == "load-generator" \
             else PostgresSourceDescriptor.from_json(data)
     reader = {"secret": SecretDescriptor, "table": TableDescriptor, "subsource": SubsourceDescriptor,
-              "materialized-view": ViewDescriptor, "sink": SinkDescriptor}.get(kind)
+              "materialized-view": ViewDescriptor, "sink": SinkDescriptor, "type": TypeDescriptor}.get(kind)
     if reader is None:
         raise DescriptorError(f"unknown kind of object {kind!r}")
     return reader.from_json(data)

@@ -23,11 +23,13 @@ class Column:
 
 
 def base_type(type_name: str) -> str:
-    """'numeric(10,2)' -> 'numeric'; arrays are 'list', maps 'map', ranges 'range'."""
+    """'numeric(10,2)' -> 'numeric'; arrays are 'list', maps 'map', ranges 'range', records 'record'."""
     if type_name.endswith("[]"):
         return "list"
     if type_name.startswith("map["):
         return "map"
+    if type_name.startswith("record("):
+        return "record"
     if type_name in RANGES:
         return "range"
     return type_name.split("(")[0]
@@ -36,6 +38,31 @@ def base_type(type_name: str) -> str:
 def map_value_type(type_name: str) -> str:
     """'map[text=>integer]' -> 'integer'."""
     return type_name[len("map[text=>"):-1]
+
+
+def record_type(fields: list[tuple[str, str]]) -> str:
+    """A record's type name: 'record("street" text,"zip" integer)' (each name quoted, so any name fits)."""
+    return "record(" + ",".join('"' + name.replace('"', '""') + '" ' + kind for name, kind in fields) + ")"
+
+
+def record_fields(type_name: str) -> list[tuple[str, str]]:
+    """record_type's fields again, nested types whole."""
+    body, fields, start, depth, quoted = type_name[len("record("):-1], [], 0, 0, False
+    for index, char in enumerate(body + ","):
+        if char == '"':
+            quoted = not quoted
+        elif not quoted and char in "([":
+            depth += 1
+        elif not quoted and char in ")]":
+            depth -= 1
+        elif not quoted and char == "," and depth == 0:
+            item = body[start:index]
+            end = item.index('"', 1)
+            while end + 1 < len(item) and item[end + 1] == '"':  # a doubled quote inside the name
+                end = item.index('"', end + 2)
+            fields.append((item[1:end].replace('""', '"'), item[end + 2:]))
+            start = index + 1
+    return fields
 
 
 RANGE_BOUNDS = {"int4range": "integer", "int8range": "bigint", "numrange": "numeric", "daterange": "date",
@@ -93,6 +120,10 @@ def decoder(type_name: str):
         inner = decoder(type_name[:-2])
         return lambda v: None if v is None else [inner(x) for x in (json.loads(v) if isinstance(v, str) else v)]
     base = base_type(type_name)
+    if base == "record":
+        fields = [(name, decoder(kind)) for name, kind in record_fields(type_name)]
+        return lambda v: None if v is None else {
+            name: convert((json.loads(v) if isinstance(v, str) else v).get(name)) for name, convert in fields}
     if base == "range":
         convert_range = _range(type_name)
         return lambda v: None if v is None else convert_range(v)

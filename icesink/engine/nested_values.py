@@ -1,6 +1,7 @@
-"""Input functions of Materialize's maps (`map[text=>T]`) and Postgres's ranges (`int4range`, …, `tstzrange`), as
-values.py has them for the other types: what they accept, refuse, and store (JSON text for a map, a range's canonical
-text, which is how Iceberg gets it)."""
+"""Input functions of Materialize's maps (`map[text=>T]`), Postgres's ranges (`int4range`, …, `tstzrange`) and
+records (CREATE TYPE … AS (…), ROW(…)), as values.py has them for the other types: what they accept, refuse, and
+store (JSON text for a map or a record, a range's canonical text, which the sink writes as Materialize's struct of
+bounds)."""
 from __future__ import annotations
 
 import json
@@ -101,5 +102,73 @@ def map_input(value_type: str) -> Callable:
         stored = {str(k): None if v is None else element(v) for k, v in items.items()}
         if nested:
             stored = {k: None if v is None else json.loads(v) for k, v in stored.items()}
+        return json.dumps(stored)
+    return convert
+
+
+def _record_literal(text: str, type_name: str) -> list:
+    """Postgres's '(a,"b c",,NULL)' as its fields (an empty field is NULL; quotes keep commas and spaces)."""
+    body = text.strip()
+    if not (body.startswith("(") and body.endswith(")")):
+        raise InvalidValue(f'malformed record literal: "{text}"; write it as ROW(…) or \'(a,b)\'')
+    fields, current, quoted, touched, index, body = [], [], False, False, 0, body[1:-1]
+    while index <= len(body):
+        char = body[index] if index < len(body) else ","
+        if quoted:
+            if char == '"' and body[index + 1:index + 2] == '"':
+                current.append('"')
+                index += 1
+            elif char == '"':
+                quoted = False
+            elif char == "\\" and index + 1 < len(body):
+                current.append(body[index + 1])
+                index += 1
+            else:
+                current.append(char)
+        elif char == '"':
+            quoted = touched = True
+        elif char == ",":
+            fields.append("".join(current) if current or touched else None)
+            current, touched = [], False
+        else:
+            current.append(char)
+        index += 1
+    if quoted:
+        raise InvalidValue(f'malformed record literal for {type_name}: "{text}"')
+    return fields
+
+
+def record_input(type_name: str) -> Callable:
+    """ROW(…) (a list of fields, or the JSON array ROW gives in SQL), a JSON object, or Postgres's '(a,b)'; each
+    field through its type's input function; stored as a JSON object (nested values nested as JSON)."""
+    from ..model.types import base_type, record_fields
+
+    fields = [(name, input_function(kind), base_type(kind) in ("list", "map", "record")
+               or kind.endswith("[]")) for name, kind in record_fields(type_name)]
+
+    def convert(value):
+        items = value
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith(("[", "{")):
+                try:
+                    items = json.loads(text)
+                except ValueError:
+                    raise InvalidValue(f'malformed record literal for {type_name}: "{value}"') from None
+            else:
+                items = _record_literal(text, type_name)
+        if isinstance(items, dict):
+            unknown = [k for k in items if k not in {name for name, _, _ in fields}]
+            if unknown:
+                raise InvalidValue(f"record has no field {', '.join(map(repr, unknown))}")
+            items = [items.get(name) for name, _, _ in fields]
+        if not isinstance(items, (list, tuple)):
+            raise InvalidValue(f'malformed record literal: "{value}"; write it as ROW(…)')
+        if len(items) != len(fields):
+            raise InvalidValue(f"a record of {len(items)} fields where its type has {len(fields)}")
+        stored = {}
+        for (name, convert_field, nested), item in zip(fields, items):
+            field = None if item is None else convert_field(item)
+            stored[name] = json.loads(field) if nested and field is not None else field
         return json.dumps(stored)
     return convert
