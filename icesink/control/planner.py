@@ -21,7 +21,7 @@ SETTINGS = {"enable_iceberg_sink": "true", "enable_default_connection_validation
             # scripts run unchanged; turning one off changes nothing
             "enable_connection_validation_syntax": "true", "enable_create_table_from_source": "true",
             "enable_load_generator_counter": "true", "enable_load_generator_key_value": "true",
-            "enable_collection_partition_by": "true"}
+            "enable_collection_partition_by": "true", "enable_alter_table_add_column": "true"}
 _TRUE, _FALSE = ("true", "on", "1", "yes"), ("false", "off", "0", "no")
 
 
@@ -31,7 +31,7 @@ def _known(name: ast.Name) -> str:
     return name.value
 
 
-_SHOWN_OBJECTS = ("SECRETS", "CONNECTIONS", "SOURCES", "SUBSOURCES", "TABLES", "SINKS", "OBJECTS", "COLUMNS")
+_SHOWN_OBJECTS = ("SECRETS", "CONNECTIONS", "SOURCES", "SUBSOURCES", "TABLES", "SINKS", "OBJECTS", "COLUMNS", "TYPES")
 
 
 def _shown(name: ast.Name) -> str:
