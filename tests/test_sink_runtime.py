@@ -522,3 +522,46 @@ def test_records_reach_iceberg_as_structs(runtime):
     log = duckdb_rows(iceberg_table(runtime, "nested_log").metadata_location, "id, addr.city, _mz_diff",
                       "_mz_timestamp, id, _mz_diff")
     assert log[-2:] == [(1, "Springfield", -1), (1, "New Town", 1)]
+
+
+def test_an_existing_table_partitioned_otherwise_than_the_sink_says_is_refused(runtime):
+    """As Materialize's test/iceberg/partition-by.td: the same PARTITION BY against the table a sink wrote before
+    runs; none against a partitioned table, one against an unpartitioned table, or another transform, fail."""
+    runtime.execute(SETUP + """
+        CREATE TABLE events (ts timestamp, v int);
+        INSERT INTO events VALUES ('2024-01-01 10:00', 1);
+        CREATE SINK first FROM events INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'events')
+          PARTITION BY (day(ts)) MODE APPEND WITH (COMMIT INTERVAL '1s');
+        CREATE SINK plain FROM events INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'plain')
+          MODE APPEND WITH (COMMIT INTERVAL '1s');""")
+    for sink in ("first", "plain"):
+        wait_for(caught_up(runtime, sink, "events"), what=f"{sink} to write its table")
+
+    def error_of_sink(name):
+        return wait_for(lambda: rows(runtime, "SELECT st.status, st.error FROM mz_internal.mz_sink_statuses st "
+                                              f"JOIN mz_sinks s ON s.id = st.id WHERE s.name = '{name}' "
+                                              "AND st.status IN ('failed', 'running')"), what=f"{name} to start")[0]
+
+    runtime.execute("DROP SINK first; DROP SINK plain;"
+                    "CREATE SINK again FROM events INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', "
+                    "TABLE 'events') PARTITION BY (day(ts)) MODE APPEND WITH (COMMIT INTERVAL '1s');"
+                    "CREATE SINK none FROM events INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', "
+                    "TABLE 'events2') MODE APPEND WITH (COMMIT INTERVAL '1s')")
+    assert error_of_sink("again") == ("running", None)
+    runtime.execute("DROP SINK again;"
+                    "CREATE SINK unpartitioned FROM events INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', "
+                    "TABLE 'events') MODE APPEND WITH (COMMIT INTERVAL '1s');"
+                    "CREATE SINK partitioned FROM events INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', "
+                    "TABLE 'plain') PARTITION BY (bucket(4, v)) MODE APPEND WITH (COMMIT INTERVAL '1s')")
+    assert error_of_sink("unpartitioned") == ("failed", "the Iceberg table shop.events is partitioned by (day(ts)) "
+                                              "but sink has no PARTITION BY: give the sink the table's PARTITION BY, "
+                                              "or another TABLE")
+    assert error_of_sink("partitioned") == ("failed", "the Iceberg table shop.plain is unpartitioned but sink "
+                                            "specifies PARTITION BY (bucket(4, v)): give the sink the table's "
+                                            "PARTITION BY, or another TABLE")
+    runtime.execute("DROP SINK unpartitioned;"
+                    "CREATE SINK monthly FROM events INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', "
+                    "TABLE 'events') PARTITION BY (month(ts)) MODE APPEND WITH (COMMIT INTERVAL '1s')")
+    assert error_of_sink("monthly") == ("failed", "the Iceberg table shop.events has a partition spec mismatch: the "
+                                        "table is partitioned by (day(ts)), the sink by (month(ts)): give the sink "
+                                        "the table's PARTITION BY, or another TABLE")

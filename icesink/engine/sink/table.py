@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError, ResolveError, TableAlreadyExistsError
 from pyiceberg.partitioning import PartitionField, PartitionSpec
@@ -99,6 +100,31 @@ def _describe(schema: Schema) -> dict[str, str]:
     return {f.name: str(f.field_type) for f in schema.fields}
 
 
+def _check_partitioning(table, sink: SinkDescriptor) -> None:
+    """An existing table must be partitioned as the sink's PARTITION BY says, as Materialize checks it: its files
+    would otherwise be laid out one way by the sink and another by the table's spec."""
+    spec, name = table.spec(), ".".join(sink.identifier)
+    have = [(table.schema().find_field(f.source_id).name, str(f.transform)) for f in spec.fields]
+    want = [(p.column, str(_transform(p))) for p in sink.partition_by]
+    if have == want:
+        return
+    def shown(fields):
+        def one(column, transform):
+            sized = re.fullmatch(r"(\w+)\[(\d+)\]", transform)  # bucket[16]
+            return (column if transform == "identity" else f"{sized[1]}({sized[2]}, {column})" if sized
+                    else f"{transform}({column})")
+        return ", ".join(one(*field) for field in fields)
+    if not want:
+        problem = f"is partitioned by ({shown(have)}) but sink has no PARTITION BY"
+    elif not have:
+        problem = f"is unpartitioned but sink specifies PARTITION BY ({shown(want)})"
+    else:
+        problem = (f"has a partition spec mismatch: the table is partitioned by ({shown(have)}), the sink by "
+                   f"({shown(want)})")
+    raise IncompatibleTable(f"the Iceberg table {name} {problem}: give the sink the table's PARTITION BY, or "
+                            "another TABLE")
+
+
 def ensure_table(catalog, sink: SinkDescriptor, sink_id: str):
     """The sink's table: created (with its namespace) when missing, checked when it exists, and evolved when the sink
     has gained columns or widened types since it wrote to it (its input's upstream changed)."""
@@ -125,6 +151,7 @@ def ensure_table(catalog, sink: SinkDescriptor, sink_id: str):
             f"{n} is {have[n]}, the sink writes {want[n]}" for n in different] + (
             [f"required columns the sink does not write: {', '.join(extra)}"] if extra else [])
         raise IncompatibleTable(f"the Iceberg table {namespace}.{name} does not fit the sink: {'; '.join(parts)}")
+    _check_partitioning(table, sink)
     if any(table.properties.get(k) != v for k, v in NO_LIBRARY_RETRIES.items()):
         with table.transaction() as tx:
             tx.set_properties(NO_LIBRARY_RETRIES)
