@@ -522,3 +522,24 @@ def test_maps_ranges_and_unsigned_types_have_materializes_key_rules(planned):
         "a map's keys must be text, not integer")
     assert error_of(planned, "INSERT INTO points VALUES (1, ROW(1, 2, 3), NULL)").message == (
         "INSERT into table 'points', column \"p\": a record of 3 fields where its type has 2")
+
+
+def test_added_columns_and_named_types_keep_the_sinks_rules(planned):
+    planned.execute("CREATE TABLE log_src (ts timestamp, v int);"
+                    + sink("MODE APPEND WITH (COMMIT INTERVAL '1s')", input="log_src", name="s3")
+                    + "; " + sink("PARTITION BY (day(ts)) MODE APPEND WITH (COMMIT INTERVAL '1s')", input="log_src",
+                                  name="s4"))
+    assert error_of(planned, "ALTER TABLE log_src ADD COLUMN _mz_diff int").message == (
+        "sink 's3' (MODE APPEND) writes a column _mz_diff of its own: the table cannot have one")
+    assert error_of(planned, "ALTER TABLE log_src ADD COLUMN ts_day date").message == (
+        "sink 's4' has a partition field ts_day: Iceberg needs partition fields and columns to have different names")
+    planned.execute("CREATE TABLE spans (r int4range)")
+    assert error_of(planned, sink("PARTITION BY (r) MODE APPEND WITH (COMMIT INTERVAL '1s')", input="spans",
+                                  name="s5")).message == (
+        'partition transform identity() does not apply to column "r" of type int4range')
+    assert error_of(planned, "CREATE TYPE l AS LIST (ELEMENT TYPE = int4, ELEMENT TYPE = int8)").message == (
+        "list type option ELEMENT TYPE given more than once")
+    assert error_of(planned, "CREATE TYPE l AS LIST (ELEMENT TYPE = SECRET pw)").message.startswith(
+        "list type option ELEMENT TYPE takes")
+    assert error_of(planned, "CREATE TABLE bare (m map)").message == (
+        "a map type names its keys' and values' types: map[text=>T]")

@@ -130,3 +130,26 @@ def test_not_enforced_key_takes_the_last_of_duplicate_rows(spark, tmp_path):
     sink = Sink(spark, tmp_path, [{"name": "id", "type": "bigint"}, {"name": "v", "type": "text"}], ["id"])
     sink.apply([((3, "x"), 1), ((3, "y"), 1), ((4, "z"), 1)])
     assert sink.read() == [(3, "y"), (4, "z")]
+
+
+def test_progress_an_older_icesink_wrote_counts_the_input_the_sink_had_before_it_first_switched(spark, tmp_path):
+    """Progress without icesink.input (written before icesink named it) counts the sink's first input: a sink
+    switched since (ALTER SINK … SET FROM) replaces the table at its next commit rather than resuming the new input
+    at the old one's offset."""
+    from icesink.engine.pyiceberg_internals import commit_files
+    from icesink.engine.sink.progress import INPUT, latest_progress, summary_properties
+
+    sink = Sink(spark, tmp_path, [{"name": "k", "type": "bigint"}, {"name": "v", "type": "text"}], ["k"])
+    sink.apply([((k, "old"), 1) for k in range(5)])
+    properties = summary_properties("u1", 1, Offset(5), {}, "t1")
+    del properties[INPUT]
+    commit_files(sink.load(), [], [], properties)  # what an older icesink left
+    progress = latest_progress(sink.load(), "u1")
+    assert progress.input is None and progress.frontier == Offset(5)
+    assert Committer(sink.load, "u1", 2, "t1").counts(progress)  # never switched: resumes at offset 5
+    switched = Committer(sink.load, "u1", 2, "t2", unnamed_input_id="t1")
+    assert not switched.counts(progress)
+    frame = spark.createDataFrame([(7, "new", 1, 1, 0)], change_schema(sink.columns))
+    switched.commit(Offset(0), lambda table, after: sink.writer.plan(frame, table, after))
+    assert sink.read() == [(7, "new")]
+    assert latest_progress(sink.load(), "u1").input == "t2"

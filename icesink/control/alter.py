@@ -9,6 +9,7 @@ from ..errors import CatalogError, NotSupportedYet, PlanError
 from ..grammar import ast
 from ..grammar.parser import parse_statement
 from ..grammar.render import name_sql, query, statement_sql, stored_sql, subsource_sql
+from ..model.descriptors import MZ_DIFF, MZ_TIMESTAMP
 from ..recursion import deep_recursion
 from .binder import KIND_WORDS, Binder, describe
 from .create import named_types, plan_alter_connection
@@ -136,6 +137,16 @@ def _plan_add_column(binder: Binder, table: CatalogObject, stmt: ast.Alter):
                         f"already in table '{table.name}' hold null in it", new.name.pos)
     if new.default is not None:
         raise NotSupportedYet("column DEFAULT values are not supported yet", new.name.pos)
+    for sink in binder.catalog.dependents(table.id):
+        if sink.kind != "sink":
+            continue
+        if sink.descriptor.mode == "append" and name in (MZ_DIFF, MZ_TIMESTAMP):
+            raise PlanError(f"sink '{sink.name}' (MODE APPEND) writes a column {name} of its own: the table cannot "
+                            "have one", new.name.pos)
+        fields = [p.name for p in sink.descriptor.partition_by if p.transform != "identity"]
+        if name in fields:
+            raise PlanError(f"sink '{sink.name}' has a partition field {name}: Iceberg needs partition fields and "
+                            "columns to have different names", new.name.pos)
     used: list[str] = []
     columns = (*table.descriptor.columns, Column(name, normalize(new.type, named_types(binder, used))))
     with deep_recursion():

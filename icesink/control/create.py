@@ -18,7 +18,7 @@ from .plans import AlterConnectionPlan, CreatePlan, NoticePlan
 from .query import bind_query, check_qualified_columns, walk
 from ..catalog_connections import CONNECTION_KINDS
 from ..catalog_connections.iceberg import s3_tables_region
-from ..model.options import Given
+from ..model.options import Given, OptionSpec
 from ..model.descriptors import (ConnectionDescriptor, ConnectionRef, GeneratorSettings,
                                  LoadGeneratorDescriptor, PostgresSourceDescriptor, SubsourceDescriptor, TableDescriptor,
                                  TypeDescriptor, ViewDescriptor)
@@ -274,11 +274,8 @@ def plan_create_type(binder: Binder, stmt: ast.CreateType):
         type_name = record_type(fields)
     else:
         wanted = ("ELEMENT TYPE",) if stmt.category == "list" else ("KEY TYPE", "VALUE TYPE")
-        given = {o.name: o for o in stmt.options}
-        for option in stmt.options:
-            if option.name not in wanted:
-                raise PlanError(f"unknown {stmt.category} type option {option.name}; the options are: "
-                                f"{', '.join(wanted)}", option.pos)
+        given = opts.check_options(stmt.options, {name: OptionSpec(("word", "string")) for name in wanted},
+                                   f"{stmt.category} type")
         for name in wanted:
             if name not in given:
                 raise PlanError(f"CREATE TYPE … AS {stmt.category.upper()} needs {name}", stmt.name.end)

@@ -161,10 +161,16 @@ class Executor:
         return Result(plan.status)
 
     def _AddColumnPlan(self, plan: AddColumnPlan) -> Result:
-        """The store's table first: were the catalog's transaction to fail, the store has a column no one writes,
-        which the same ALTER finds there and keeps."""
-        self.tables.evolve(plan.table.id, plan.table.descriptor.columns, {})
+        """Inside the catalog's write transaction, so that two ALTERs of one table take turns, each seeing the
+        columns the other left. The store's table first: were the catalog's transaction to fail, the store has a
+        column no one writes yet (its sinks stop before changes that hold it), which the same ALTER, run again,
+        finds there and keeps."""
         with self.catalog.transaction():
+            current = self.catalog.get_by_id(plan.table.id)
+            if current is None or current.descriptor.columns != plan.table.descriptor.columns[:-1]:
+                raise CatalogError(f"table '{plan.table.name}' was changed by another session while this ALTER "
+                                   "ran; run it again")
+            self.tables.evolve(plan.table.id, plan.table.descriptor.columns, {})
             for obj in (plan.table, *plan.sinks):
                 self.catalog.update(obj)
             self.catalog.add_dependencies(plan.table.id, plan.types)
@@ -173,12 +179,19 @@ class Executor:
     def _AlterConnectionPlan(self, plan: AlterConnectionPlan) -> Result:
         """Validated as the connection it becomes, then changed in one transaction; running sinks that use it
         start again with it (the scheduler sees the change)."""
+        notices = list(plan.notices)
         if plan.validate is not False:
-            connector_for(plan.connection, self.secret_value, self.catalog).validate()
+            try:
+                connector_for(plan.connection, self.secret_value, self.catalog).validate()
+            except NotSupportedYet as exc:
+                if plan.validate:  # asked for in so many words
+                    raise
+                notices.append(f"{exc.message}; the connection is kept (a sink that uses it fails, saying so), as "
+                               "Materialize's scripts expect")
         with self.catalog.transaction():
             self.catalog.update(plan.connection)
             self.catalog.set_dependencies(plan.connection.id, plan.depends_on)
-        return Result("ALTER CONNECTION", notices=list(plan.notices))
+        return Result("ALTER CONNECTION", notices=notices)
 
     def _SetSecretPlan(self, plan: SetSecretPlan) -> Result:
         self.secrets.set(plan.secret.id, plan.value)

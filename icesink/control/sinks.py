@@ -253,7 +253,8 @@ def alter_sink_input(binder: Binder, sink: CatalogObject, action: ast.SetFrom) -
             raise PlanError(exc.message, action.relation.pos) from None
     depends = (new.id, descriptor.connection_id) + ((descriptor.aws_connection_id,)
                                                     if descriptor.aws_connection_id else ())
-    return dataclasses.replace(descriptor, input_id=new.id, columns=relation.columns), statement, depends
+    return (dataclasses.replace(descriptor, input_id=new.id, columns=relation.columns,
+                                first_input_id=descriptor.unnamed_input_id), statement, depends)
 
 
 def alter_sink_options(sink: CatalogObject, action) -> tuple[SinkDescriptor, ast.CreateSink]:

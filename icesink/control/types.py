@@ -29,7 +29,7 @@ _SYNONYMS = {
     **{r: r for r in RANGES},
 }
 FLOATING = {"real", "double precision"}
-NESTED = {"jsonb", "map", "record", "list"}
+NESTED = {"jsonb", "map", "record", "list", "range"}
 KEY_PROBLEMS = {
     "map": "a map cannot be compared as a key", "list": "a list cannot be compared as a key",
     "record": "a record cannot be compared as a key", "jsonb": "a jsonb value cannot be compared as a key",
@@ -46,6 +46,8 @@ NamedTypes = Callable[[str], Optional[str]]  # a type CREATE TYPE made, by name:
 
 def normalize(data_type: ast.DataType, named: NamedTypes | None = None) -> str:
     if data_type.name == "map":
+        if data_type.key is None:
+            raise PlanError("a map type names its keys' and values' types: map[text=>T]", data_type.pos)
         if normalize(data_type.key, named) != "text":
             raise PlanError(f"a map's keys must be text, not {data_type.key}", data_type.key.pos)
         return f"map[text=>{normalize(data_type.value, named)}]" + "[]" * data_type.array_depth

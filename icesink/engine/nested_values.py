@@ -91,6 +91,8 @@ def map_input(value_type: str) -> Callable:
             if match is None or match.end() == position:
                 raise InvalidValue(f'malformed map literal for {type_name}: "{text}"')
             key, item = _unquoted(match.group(1)), match.group(2)
+            if "=>" in item or (match.group().rstrip().endswith(",") and not inner[match.end():].strip()):
+                raise InvalidValue(f'malformed map literal for {type_name}: "{text}"')
             found[key] = None if item.upper() == "NULL" else _unquoted(item)
             position = match.end()
         return found

@@ -159,16 +159,17 @@ class Scheduler:
         slot.source_trouble = trouble
 
     def _connections(self, sink) -> dict:
-        """The descriptors of the connections a sink reaches its table with: its catalog's, the AWS connection that
-        one names, and its USING AWS CONNECTION."""
+        """The descriptors of the connections a sink reaches its table with: its catalog's, the AWS or GCP connection
+        that one names, and its USING AWS CONNECTION."""
         found, pending = {}, [sink.descriptor.connection_id, sink.descriptor.aws_connection_id]
         while pending:
             connection_id = pending.pop()
             connection = self.catalog.get_by_id(connection_id) if connection_id not in (None, *found) else None
             if connection is not None:
                 found[connection_id] = connection.descriptor
-                reference = getattr(connection.descriptor.options, "aws_connection", None)
-                pending.append(reference.connection_id if reference is not None else None)
+                for option in ("aws_connection", "gcp_connection"):
+                    reference = getattr(connection.descriptor.options, option, None)
+                    pending.append(reference.connection_id if reference is not None else None)
         return found
 
     def _start(self, slot: _Slot, sink) -> None:

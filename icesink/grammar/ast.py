@@ -176,7 +176,7 @@ class DataType:
     value: Optional["DataType"] = None
 
     def __str__(self) -> str:
-        if self.name == "map":
+        if self.name == "map" and self.key is not None:
             text = f"map[{self.key}=>{self.value}]"
         else:
             text = self.name + (f"({','.join(map(str, self.params))})" if self.params else "")

@@ -306,6 +306,10 @@ class AstBuilder(Transformer_NonRecursive):
         zone = len(c) > 1 and str(c[1]) == "TIME ZONE"
         return ("time with time zone" if zone else "time", c[0].start_pos)
 
+    def bare_map_type(self, c):
+        """`map` alone: an earlier icesink kept such a column as text, and its catalog may still say so."""
+        return ast.DataType("map", (), sum(1 for x in c if x == ("array",)), c[0].start_pos)
+
     def map_type(self, c):
         key, value = [x for x in c if isinstance(x, ast.DataType)]
         depth = sum(1 for x in c if x == ("array",))

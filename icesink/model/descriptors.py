@@ -375,6 +375,13 @@ class SinkDescriptor:
     aws_connection_id: Optional[str] = None
     write_mode: str = "copy-on-write"  # MODE UPSERT's: 'copy-on-write' | 'merge-on-read'
     fold: FoldPolicy = FoldPolicy()  # merge-on-read's
+    # the input before the first ALTER SINK … SET FROM: the one progress written without its input's id counts
+    first_input_id: Optional[str] = None
+
+    @property
+    def unnamed_input_id(self) -> str:
+        """The input whose changes a progress that names none counts (icesink before it named them)."""
+        return self.first_input_id or self.input_id
 
     @property
     def writer(self) -> str:
@@ -402,7 +409,8 @@ class SinkDescriptor:
                 "mode": self.mode, "key": list(self.key), "key_enforced": self.key_enforced,
                 "key_checked": self.key_checked, "partition_by": [p.to_json() for p in self.partition_by],
                 "commit_interval_ms": self.commit_interval_ms, "columns": _columns_json(self.columns),
-                "write_mode": self.write_mode, "fold": self.fold.to_json()}
+                "write_mode": self.write_mode, "fold": self.fold.to_json(),
+                **({"first_input_id": self.first_input_id} if self.first_input_id else {})}
 
     # the JSON paths of the Iceberg table a sink writes, for the catalog to look sinks up by it in SQL
     TABLE_PATHS = ("$.namespace", "$.table")
@@ -414,7 +422,8 @@ class SinkDescriptor:
                    data["commit_interval_ms"], tuple(data.get("key", ())), data.get("key_enforced", True),
                    data.get("key_checked", True), tuple(PartitionField.from_json(p) for p in data.get("partition_by", ())),
                    _columns(data.get("columns")), data.get("aws_connection_id"),
-                   data.get("write_mode", "copy-on-write"), FoldPolicy.from_json(data.get("fold")))
+                   data.get("write_mode", "copy-on-write"), FoldPolicy.from_json(data.get("fold")),
+                   data.get("first_input_id"))
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,14 @@ class Column:
         return {"name": self.name, "type": self.type, "nullable": self.nullable}
 
 
+# bare names an earlier icesink accepted as column types and kept as text; a catalog may still hold them
+_LEGACY_TEXT = ("map", "record", "list")
+
+
 def base_type(type_name: str) -> str:
     """'numeric(10,2)' -> 'numeric'; arrays are 'list', maps 'map', ranges 'range', records 'record'."""
+    if type_name in _LEGACY_TEXT:
+        return "text"
     if type_name.endswith("[]"):
         return "list"
     if type_name.startswith("map["):

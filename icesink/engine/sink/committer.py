@@ -56,15 +56,22 @@ FilePlanner = Callable[[object, Frontier], BatchFiles]
 
 
 class Committer:
-    def __init__(self, load_table: Callable[[], object], sink_id: str, version: int, input_id: str):
+    def __init__(self, load_table: Callable[[], object], sink_id: str, version: int, input_id: str,
+                 unnamed_input_id: Optional[str] = None):
         """`input_id`: the relation the sink reads. When the table's progress counts another's changes (ALTER SINK
-        … SET FROM), the next commit replaces every row of the table with what it writes of this one."""
+        … SET FROM), the next commit replaces every row of the table with what it writes of this one.
+        `unnamed_input_id`: the relation a progress that names none counts (SinkDescriptor.unnamed_input_id)."""
         self.load_table = load_table
         self.sink_id = sink_id
         self.version = version
         self.input_id = input_id
+        self.unnamed_input_id = unnamed_input_id or input_id
         # (snapshot, files it removed): once no older snapshot is kept, nothing references those files
         self._retired: list[tuple[int, list[str]]] = []
+
+    def counts(self, progress: Progress) -> bool:
+        """Whether `progress` counts this sink's input (else the sink switched since: the next commit replaces)."""
+        return progress.counts(self.input_id, self.unnamed_input_id)
 
     def resume_point(self, table=None) -> Optional[Progress]:
         """This sink's newest progress in `table` (loaded when not given); Fenced if a newer version wrote it."""
@@ -88,7 +95,7 @@ class Committer:
             after = lower
             if progress is not None:
                 self._check_version(progress)
-            replacing = progress is not None and not progress.counts(self.input_id)
+            replacing = progress is not None and not self.counts(progress)
             if progress is not None and not replacing:
                 committed = progress.frontier
                 if planned is not None and progress.version == self.version and committed == upper:
@@ -130,7 +137,7 @@ class Committer:
             progress = latest_progress(table, self.sink_id)
             if progress is not None:
                 self._check_version(progress)
-            replacing = progress is not None and not progress.counts(self.input_id)
+            replacing = progress is not None and not self.counts(progress)
             if progress is not None and not replacing:
                 if progress.frontier.past(frontier) or (progress.frontier == frontier
                                                         and (progress.sealed or not sealed)):

@@ -20,11 +20,11 @@ class Progress:
     frontier: Frontier  # what is committed
     foreign_writes: tuple[int, ...] = ()  # snapshots of other writers found above ours
     sealed: bool = False
-    input: Optional[str] = None  # None: written before icesink named it, so the sink's input then and since
+    input: Optional[str] = None  # None: written before icesink named it (SinkDescriptor.unnamed_input_id)
 
-    def counts(self, input_id: str) -> bool:
+    def counts(self, input_id: str, unnamed_input_id: str) -> bool:
         """Whether the frontier counts changes of `input_id` (else the sink has switched to it since)."""
-        return self.input in (None, input_id)
+        return (self.input or unnamed_input_id) == input_id
 
 
 def summary_properties(sink_id: str, version: int, frontier: Frontier, batch: dict, input_id: str) -> dict[str, str]:

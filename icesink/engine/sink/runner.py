@@ -70,12 +70,13 @@ class SinkRunner:
             table = ensure_table(self.iceberg, self.descriptor, self.sink.id)
             written = latest_progress(table, self.sink.id)
             version = self.catalog.next_incarnation(self.sink.id, written.version if written else 0)
-            self.committer = Committer(self._load_table, self.sink.id, version, self.descriptor.input_id)
+            self.committer = Committer(self._load_table, self.sink.id, version, self.descriptor.input_id,
+                                       self.descriptor.unnamed_input_id)
             progress = self.committer.resume_point()
             self.input = input_for(self.catalog, self.catalog.get_by_id(self.descriptor.input_id))
             # ALTER SINK … SET FROM since the last commit: the new input from its start, which its first commit
             # puts in place of every row the table holds (at once when it holds nothing to wait for)
-            switched = progress is not None and not progress.counts(self.descriptor.input_id)
+            switched = progress is not None and not self.committer.counts(progress)
             self.frontier = progress.frontier if progress is not None and not switched else self.input.frontier_kind()
             if not switched:
                 self.input.check_resume(self.frontier)

@@ -104,7 +104,8 @@ def _check_partitioning(table, sink: SinkDescriptor) -> None:
     """An existing table must be partitioned as the sink's PARTITION BY says, as Materialize checks it: its files
     would otherwise be laid out one way by the sink and another by the table's spec."""
     spec, name = table.spec(), ".".join(sink.identifier)
-    have = [(table.schema().find_field(f.source_id).name, str(f.transform)) for f in spec.fields]
+    names = {f.field_id: f.name for f in table.schema().fields}
+    have = [(names.get(f.source_id, f"<column {f.source_id}>"), str(f.transform)) for f in spec.fields]
     want = [(p.column, str(_transform(p))) for p in sink.partition_by]
     if have == want:
         return
