@@ -165,7 +165,7 @@ CASES = [
     ("CREATE MATERIALIZED VIEW v AS SELECT * FROM ICEBERG lake.a.b", "a materialized view cannot read an ICEBERG table"),
     # session settings
     ("SHOW SINKZ", "unknown configuration parameter \"sinkz\"; to list objects, SHOW SINKS"),
-    ("SET cluster = 'x'", "unknown configuration parameter \"cluster\"; known: enable_iceberg_sink, enable_default_connection_validation, enable_connection_validation_syntax, enable_create_table_from_source, enable_load_generator_counter, enable_load_generator_key_value, enable_collection_partition_by"),
+    ("SET cluster = 'x'", "unknown configuration parameter \"cluster\"; known: enable_iceberg_sink, enable_default_connection_validation, enable_connection_validation_syntax, enable_create_table_from_source, enable_load_generator_counter, enable_load_generator_key_value, enable_collection_partition_by, enable_alter_table_add_column"),
     ("ALTER SYSTEM SET enable_iceberg_sink = 'sometimes'", "parameter \"enable_iceberg_sink\" takes true or false, not sometimes"),
     # ALTER / DROP
     ("ALTER SINK nothing SET (COMMIT INTERVAL = '1s')", "unknown sink 'nothing'"),
