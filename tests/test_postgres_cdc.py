@@ -558,3 +558,28 @@ def test_the_postgres_example_runs(tmp_path):
     lines = [line.split() for line in done.stdout.splitlines()]
     assert ["pg_shop", "running", "NULL"] in lines and ["orders_iceberg", "running", "NULL"] in lines, done.stdout
     assert ["10000", "5004900.00"] in lines  # every order, copied and sunk
+
+
+def test_select_reads_what_a_source_replicated_and_the_views_over_it(session, scheduler, upstream):
+    """SELECT from a subsource, as psql users expect of a replicated table, and from a materialized view over it:
+    its current rows, as Postgres holds them once replicated."""
+    with upstream.admin("shop") as admin:
+        admin.execute("INSERT INTO orders SELECT n, n * 1.5, 'note ' || n FROM generate_series(1, 200) n;"
+                      "INSERT INTO notes VALUES ('a'), ('b')")
+    session.execute(SETUP.format(password=PASSWORD, port=upstream.port)
+                    + "CREATE MATERIALIZED VIEW big_orders AS SELECT id, amount FROM orders WHERE amount > 150;")
+    in_sync(session, upstream)
+    with upstream.admin("shop") as admin:
+        admin.execute("DELETE FROM orders WHERE id > 190; UPDATE orders SET note = 'changed' WHERE id = 1")
+    in_sync(session, upstream)
+    assert rows(session, "SELECT id, amount, note FROM orders ORDER BY id") == [
+        (i, str(a), n) for i, a, n in upstream_rows(upstream)]  # numeric as its exact text
+    assert rows(session, "SELECT count(*), min(id), max(id) FROM big_orders") == [(90, 101, 190)]
+    assert rows(session, "SELECT line FROM notes ORDER BY line") == [("a",), ("b",)]
+
+
+def test_select_from_a_source_not_copied_yet_says_so(session, upstream):
+    session.execute(SETUP.format(password=PASSWORD, port=upstream.port))
+    assert error_of(session, "SELECT * FROM orders").message == ("'orders' cannot be read yet: its source has not copied its tables yet; it can "
+                                     "once the source has run (icesink serve, or a shell or script that runs the sinks "
+                                     "and sources)")

@@ -21,7 +21,8 @@ from .postgres_source import resolve_subsources, resolve_table
 from .plans import (AddColumnPlan, AlterConnectionPlan, CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan,
                     InsertRowsPlan, NoticePlan, QueryPlan, SetSecretPlan, SetVariablePlan, UpdatePlan, ValidatePlan,
                     WritePlan)
-from ..engine.ingest.postgres import copy_later, drop_slot, forget, replicated_relations, slot_name
+from ..engine.ingest.postgres import (copy_later, drop_slot, forget, not_copied_yet, replicated_relations,
+                                      slot_name)
 from ..engine.lifecycle import dropped
 from ..engine.sink import state_dir as sink_state_dir
 from ..engine.tables import RowRefused, TableStore, is_engine_table
@@ -272,6 +273,11 @@ class Executor:
 
     # ------------------------------------------------------------ queries
     def _QueryPlan(self, plan: QueryPlan) -> Result:
+        for object_id, name, source_id in plan.replicated:
+            reason = not_copied_yet(self.tables, object_id, source_id)
+            if reason is not None:
+                raise CatalogError(f"'{name}' cannot be read yet: {reason}; it can once the source has run (icesink "
+                                   "serve, or a shell or script that runs the sinks and sources)")
         run = self.tables.query if plan.target == "tables" else self.catalog.query
         try:
             columns, rows = run(plan.sql, plan.params)

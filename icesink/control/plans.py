@@ -82,6 +82,7 @@ class QueryPlan:
     params: tuple = ()
     target: str = "catalog"  # 'catalog' (system views) or 'tables' (engine tables)
     column_positions: dict[str, int] = field(default_factory=dict)  # 'col' and 'rel.col' -> where first written
+    replicated: tuple = ()  # (object id, name, source id): relations a Postgres source replicates, read once copied
 
 
 @dataclass

@@ -17,7 +17,8 @@ from .plans import IcebergQueryPlan, QueryPlan
 from .query import check_qualified_columns, table_refs, walk
 
 _SYSTEM_SCHEMAS = ("mz_catalog", "mz_internal")
-_RUNTIME = "it runs on Spark, which arrives with the sink runtime"
+_RUNTIME = ("a query reads engine tables, system views, what Postgres sources replicate and the views over them; "
+            "a load generator's rows exist only as its sinks read them")
 
 _SHOW = {
     "secrets": ("SELECT name FROM mz_secrets", ""),
@@ -34,8 +35,15 @@ _CREATE_VIEW = {"sink": "mz_sinks", "connection": "mz_connections", "source": "m
                 "table": "mz_tables", "materialized-view": "mz_materialized_views"}
 
 
-def engine_table_storage(binder: Binder, ref: ast.TableRef) -> str | None:
-    """The storage of an engine table that `ref` names; None for a system view. Raises for anything else."""
+Replicated = list  # (object id, name, source id) of each relation a Postgres source replicates that a query reads
+MAX_VIEW_DEPTH = 32  # views over views, inlined: deeper is a cycle no CREATE could make, or a mistake
+
+
+def engine_table_storage(binder: Binder, ref: ast.TableRef, replicated: Replicated | None = None,
+                         depth: int = 0) -> str | exp.Expression | None:
+    """What a query over engine tables reads for the relation `ref` names: an engine table's storage (also that of a
+    subsource or table a Postgres source replicates into icesink's store, noted in `replicated`), a materialized
+    view's query over such relations (inlined); None for a system view. Raises for anything else."""
     name, qualifier = ref.name.name, ref.name.qualifier
     if qualifier and qualifier[0] in _SYSTEM_SCHEMAS:
         if name in VIEWS and len(qualifier) == 1 and SCHEMA_OF_VIEW[name] == qualifier[0]:
@@ -51,8 +59,45 @@ def engine_table_storage(binder: Binder, ref: ast.TableRef) -> str | None:
         raise PlanError(f"'{ref.name}' is {describe(obj)}, which cannot be queried", ref.name.pos)
     if is_engine_table(obj):
         return storage_name(obj.id)
+    source_id = getattr(obj.descriptor, "source_id", None)
+    source = binder.catalog.get_by_id(source_id) if source_id else None
+    if obj.kind in ("subsource", "table") and source is not None and source.type == "postgres":
+        if replicated is not None:
+            replicated.append((obj.id, obj.name, source.id))
+        return storage_name(obj.id)
+    if obj.kind == "materialized-view":
+        return _view_query(binder, obj, replicated, depth, ref.name.pos)
     raise NotSupportedYet(f"reading {KIND_WORDS[obj.kind]} '{obj.name}' is not supported yet: {_RUNTIME}",
                           ref.name.pos)
+
+
+def _view_query(binder: Binder, view, replicated: Replicated | None, depth: int, pos: int) -> exp.Expression:
+    """A materialized view's query, its relations named as SQLite holds them: what it holds now, computed from its
+    inputs' current rows (a view over system views or load generators cannot be, yet)."""
+    from ..grammar.parser import parse_statement
+
+    if depth >= MAX_VIEW_DEPTH:
+        raise PlanError(f"materialized view '{view.name}' reads views {MAX_VIEW_DEPTH} deep", pos)
+    statement = parse_statement(view.descriptor.query_sql)
+    stored = {}
+    for inner in table_refs(statement.query):
+        try:
+            found = engine_table_storage(binder, inner, replicated, depth + 1)
+        except NotSupportedYet as exc:
+            raise NotSupportedYet(f"reading materialized view '{view.name}': {exc.message}", pos) from None
+        if found is None:
+            raise NotSupportedYet(f"reading materialized view '{view.name}', which reads system views, is not "
+                                  "supported yet", pos)
+        stored[inner.name.name] = found
+    return render.query(statement.query, lambda inner: _named(stored[inner.name.name], inner))
+
+
+def _named(stored: str | exp.Expression, ref: ast.TableRef) -> exp.Expression:
+    """A relation of a query over engine tables, under the name (or alias) the query gives it."""
+    alias = exp.TableAlias(this=identifier(ref.alias if ref.alias is not None else ref.name.parts[-1]))
+    if isinstance(stored, str):
+        return exp.Table(this=exp.to_identifier(stored), alias=alias)
+    return exp.Subquery(this=stored, alias=alias)
 
 
 def _postgres_arithmetic(tree: exp.Expression) -> exp.Expression:
@@ -149,19 +194,21 @@ def sqlite_sql(tree: exp.Expression) -> str:
     return _postgres_functions(_postgres_arithmetic(tree)).sql(dialect="sqlite")
 
 
-def sqlite_tables(binder: Binder, refs: list[ast.TableRef]) -> tuple[Callable, bool]:
+def sqlite_tables(binder: Binder, refs: list[ast.TableRef],
+                  replicated: Replicated | None = None) -> tuple[Callable, bool]:
     """How each relation of a query is named in SQLite (system views by their name, engine tables by their
-    storage, aliased as written so that `orders.id` keeps its meaning), and whether they are engine tables."""
-    storage = {ref.name.name: engine_table_storage(binder, ref) for ref in refs}
-    tables = {name for name, stored in storage.items() if stored}
+    storage, views by their query, aliased as written so that `orders.id` keeps its meaning), and whether they are
+    engine tables. Relations a Postgres source replicates are noted in `replicated`."""
+    storage = {ref.name.name: engine_table_storage(binder, ref, replicated) for ref in refs}
+    tables = {name for name, stored in storage.items() if stored is not None}
     if tables and len(tables) != len(storage):
         raise NotSupportedYet("a query that joins engine tables with system views is not supported yet")
 
-    def name_table(ref: ast.TableRef) -> exp.Table:
+    def name_table(ref: ast.TableRef) -> exp.Expression:
         stored = storage[ref.name.name]
         if stored is None:
             return exp.Table(this=identifier(ref.name.parts[-1]))
-        return exp.Table(this=exp.to_identifier(stored), alias=exp.TableAlias(this=identifier(ref.name.parts[-1])))
+        return _named(stored, ast.TableRef(ref.name))  # the alias, if any, is set by the caller
     return name_table, bool(tables)
 
 
@@ -213,13 +260,14 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
                                   shows[0].show.name.pos)
         return _plan_iceberg_query(binder, stmt, refs)
     check_qualified_columns(stmt.query)
-    name_table, engine_tables = sqlite_tables(binder, refs)
+    replicated: Replicated = []
+    name_table, engine_tables = sqlite_tables(binder, refs, replicated)
     if shows and engine_tables:
         raise NotSupportedYet("a query that joins engine tables with SHOW is not supported yet",
                               shows[0].show.name.pos)
     name_table = _with_shows(binder, name_table) if shows else name_table
     return QueryPlan(sqlite_sql(render.query(stmt.query, name_table)), target="tables" if engine_tables else "catalog",
-                     column_positions=column_positions(stmt))
+                     column_positions=column_positions(stmt), replicated=tuple(replicated))
 
 
 def column_positions(stmt) -> dict[str, int]:

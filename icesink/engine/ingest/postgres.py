@@ -80,6 +80,22 @@ def forget(store: TableStore, source_id: str) -> None:
     store.db.execute("DELETE FROM source_tables WHERE source_id = ?", (source_id,))
 
 
+def not_copied_yet(store: TableStore, object_id: str, source_id: str) -> str | None:
+    """Why a relation a source replicates cannot be read yet (its copy is not all in the store), or None."""
+    tables = {name for (name,) in store.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    started = "source_progress" in tables and store.db.execute(
+        "SELECT 1 FROM source_progress WHERE source_id = ?", (source_id,)).fetchone() is not None
+    if not started:
+        return "its source has not copied its tables yet"
+    added = store.db.execute("SELECT copied_lsn FROM source_tables WHERE object_id = ?", (object_id,)).fetchone()
+    if added is not None and added[0] is None:
+        return "its source has not copied it yet"
+    base = store.base(object_id)
+    if base is not None and base.loaded < base.rows:
+        return f"its copy is still being loaded ({base.loaded:,} of {base.rows:,} rows)"
+    return None
+
+
 def copy_later(store: TableStore, object_id: str, source_id: str) -> None:
     """CREATE TABLE … FROM SOURCE: the source's replication copies the new table before it replicates its changes
     (or with all the others, if the source has not made its first copy yet)."""
