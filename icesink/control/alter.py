@@ -9,13 +9,12 @@ from ..errors import CatalogError, NotSupportedYet, PlanError
 from ..grammar import ast
 from ..grammar.parser import parse_statement
 from ..grammar.render import name_sql, query, statement_sql, stored_sql, subsource_sql
-from ..model.descriptors import MZ_DIFF, MZ_TIMESTAMP
 from ..recursion import deep_recursion
 from .binder import KIND_WORDS, Binder, describe
 from .create import named_types, plan_alter_connection
 from .plans import AddColumnPlan, DropPlan, NoticePlan, SetSecretPlan, UpdatePlan
 from .query import walk
-from .sinks import alter_sink_input, alter_sink_options
+from .sinks import alter_sink_input, alter_sink_options, misfit
 from .types import Column, normalize
 
 _KINDS_FOR = {"source": ("source", "subsource")}
@@ -137,25 +136,19 @@ def _plan_add_column(binder: Binder, table: CatalogObject, stmt: ast.Alter):
                         f"already in table '{table.name}' hold null in it", new.name.pos)
     if new.default is not None:
         raise NotSupportedYet("column DEFAULT values are not supported yet", new.name.pos)
-    for sink in binder.catalog.dependents(table.id):
-        if sink.kind != "sink":
-            continue
-        if sink.descriptor.mode == "append" and name in (MZ_DIFF, MZ_TIMESTAMP):
-            raise PlanError(f"sink '{sink.name}' (MODE APPEND) writes a column {name} of its own: the table cannot "
-                            "have one", new.name.pos)
-        fields = [p.name for p in sink.descriptor.partition_by if p.transform != "identity"]
-        if name in fields:
-            raise PlanError(f"sink '{sink.name}' has a partition field {name}: Iceberg needs partition fields and "
-                            "columns to have different names", new.name.pos)
     used: list[str] = []
     columns = (*table.descriptor.columns, Column(name, normalize(new.type, named_types(binder, used))))
+    sinks = [s for s in binder.catalog.dependents(table.id) if s.kind == "sink"]
+    for sink in sinks:  # the rules CREATE SINK checked hold for the new column too
+        problem = misfit(sink.descriptor.mode, sink.descriptor.partition_by, [c.name for c in columns], table.name)
+        if problem is not None:
+            raise PlanError(f"sink '{sink.name}': {problem[0]}", new.name.pos)
     with deep_recursion():
         statement = parse_statement(table.create_sql)
     statement = dataclasses.replace(statement, columns=(*statement.columns, new))
     altered = restated(dataclasses.replace(table, descriptor=dataclasses.replace(table.descriptor, columns=columns)),
                        statement)
-    sinks = [dataclasses.replace(s, descriptor=dataclasses.replace(s.descriptor, columns=columns))
-             for s in binder.catalog.dependents(table.id) if s.kind == "sink"]
+    sinks = [dataclasses.replace(s, descriptor=dataclasses.replace(s.descriptor, columns=columns)) for s in sinks]
     return AddColumnPlan(altered, sinks, tuple(dict.fromkeys(used)))
 
 

@@ -55,14 +55,9 @@ class Executor:
     # ------------------------------------------------------------ changes
     def _CreatePlan(self, plan: CreatePlan) -> Result:
         result = Result(f"CREATE {KIND_WORDS[plan.kind].upper()}", notices=list(plan.notices))
-        if plan.kind == "connection" and plan.validate is not False:
-            try:
-                self._validate_new_connection(plan)
-            except NotSupportedYet as exc:
-                if plan.validate:  # asked for in so many words
-                    raise
-                result.notices.append(f"{exc.message}; the connection is kept (a sink that uses it fails, saying "
-                                      "so), as Materialize's scripts expect")
+        if plan.kind == "connection":
+            draft = CatalogObject("", plan.name, plan.kind, plan.type, "", "", plan.descriptor)
+            result.notices.extend(self._validated(draft, plan.validate))
         if plan.kind == "source" and plan.type == "postgres":
             resolve_subsources(plan, connector_for(self.catalog.get_by_id(plan.connection_id), self.secret_value,
                                                    self.catalog), lambda name: self.catalog.get(name) is not None)
@@ -108,9 +103,19 @@ class Executor:
                                           plan.connection_id, plan.envelope, now()), plan.depends_on)
         return object_id
 
-    def _validate_new_connection(self, plan: CreatePlan) -> None:
-        draft = CatalogObject("", plan.name, plan.kind, plan.type, "", "", plan.descriptor)
-        connector_for(draft, self.secret_value, self.catalog).validate()
+    def _validated(self, connection: CatalogObject, validate: bool | None) -> list[str]:
+        """Validates a connection being created or altered (unless `validate` is False). What this release cannot
+        run is a notice, and the connection is kept, unless validation was asked for in so many words."""
+        if validate is False:
+            return []
+        try:
+            connector_for(connection, self.secret_value, self.catalog).validate()
+        except NotSupportedYet as exc:
+            if validate:
+                raise
+            return [f"{exc.message}; the connection is kept (a sink that uses it fails, saying so), as Materialize's "
+                    "scripts expect"]
+        return []
 
     def _DropPlan(self, plan: DropPlan) -> Result:
         kinds = {KIND_WORDS[o.kind] for o in plan.objects if o.kind != "subsource"}
@@ -180,15 +185,7 @@ class Executor:
     def _AlterConnectionPlan(self, plan: AlterConnectionPlan) -> Result:
         """Validated as the connection it becomes, then changed in one transaction; running sinks that use it
         start again with it (the scheduler sees the change)."""
-        notices = list(plan.notices)
-        if plan.validate is not False:
-            try:
-                connector_for(plan.connection, self.secret_value, self.catalog).validate()
-            except NotSupportedYet as exc:
-                if plan.validate:  # asked for in so many words
-                    raise
-                notices.append(f"{exc.message}; the connection is kept (a sink that uses it fails, saying so), as "
-                               "Materialize's scripts expect")
+        notices = list(plan.notices) + self._validated(plan.connection, plan.validate)
         with self.catalog.transaction():
             self.catalog.update(plan.connection)
             self.catalog.set_dependencies(plan.connection.id, plan.depends_on)

@@ -152,6 +152,22 @@ def _check_key(stmt: ast.CreateSink, obj: CatalogObject, relation: Relation) -> 
                  "commit, the last change wins")
 
 
+def misfit(mode: str, partition_by, columns: list[str], relation: str) -> tuple[str, int | None] | None:
+    """Why a sink's table cannot have these input columns (CREATE SINK, and ALTER TABLE … ADD COLUMN of its input):
+    the message, and which partition field it is about (None: the mode). None when they fit."""
+    taken = [c for c in columns if c in (MZ_DIFF, MZ_TIMESTAMP)] if mode == "append" else []
+    if taken:
+        return f"MODE APPEND adds the column {taken[0]}, which '{relation}' already has", None
+    names = set(columns) | ({c.name for c in APPEND_COLUMNS} if mode == "append" else set())
+    for index, field in enumerate(partition_by):
+        if field.transform != "identity" and field.name in names:
+            written_as = f"{field.argument}, {field.column}" if field.argument is not None else field.column
+            return (f"PARTITION BY {field.transform}({written_as}) makes the partition field {field.name}, which is "
+                    f"also a column of '{relation}': Iceberg needs partition fields and columns to have different "
+                    "names", index)
+    return None
+
+
 def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
     if binder.new_name(stmt.name, stmt.if_not_exists):
         return exists_notice("sink", stmt.name.name, "CREATE SINK")
@@ -184,12 +200,6 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
                         f"{MZ_TIMESTAMP}", stmt.key[0].pos)
     if stmt.key:
         _check_key(stmt, input_obj, relation)
-    if stmt.mode == "append" and relation.columns is not None:
-        for column in relation.columns:
-            if column.name in (MZ_DIFF, MZ_TIMESTAMP):
-                raise PlanError(f"MODE APPEND adds the column {column.name}, which '{input_obj.name}' already has",
-                                stmt.mode_pos)
-
     if stmt.partition_by_clauses > 1:
         raise PlanError("PARTITION BY is given twice; give it once, before or after the mode",
                         stmt.partition_by[-1].column.pos)
@@ -199,12 +209,10 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
         if stmt.mode == "append":
             columns.update({c.name: c for c in APPEND_COLUMNS})
         partition_spec = [check_partition_field(f, columns) for f in stmt.partition_by]
-        for field, written in zip(partition_spec, stmt.partition_by):
-            if field.transform != "identity" and field.name in columns:
-                written_as = f"{field.argument}, {field.column}" if field.argument is not None else field.column
-                raise PlanError(f"PARTITION BY {field.transform}({written_as}) makes the partition field "
-                                f"{field.name}, which is also a column of '{input_obj.name}': Iceberg needs "
-                                "partition fields and columns to have different names", written.transform.pos)
+        problem = misfit(stmt.mode, partition_spec, [c.name for c in relation.columns], input_obj.name)
+        if problem is not None:
+            message, field = problem
+            raise PlanError(message, stmt.mode_pos if field is None else stmt.partition_by[field].transform.pos)
     else:
         partition_spec = [PartitionField(f.transform.value if f.transform else "identity", f.column.value, f.argument)
                           for f in stmt.partition_by]

@@ -9,7 +9,7 @@ import re
 from typing import Callable
 
 from ..model.types import RANGE_BOUNDS as _RANGE_BOUNDS
-from ..model.types import decoder
+from ..model.types import decoder, held_as_json
 from .values import InvalidValue, input_function
 
 _DISCRETE = {"int4range", "int8range", "daterange"}  # canonical as [lower, upper), as Postgres makes them
@@ -72,7 +72,7 @@ def map_input(value_type: str) -> Callable:
     """Materialize's '{a=>1, "b c"=>NULL}' or a JSON object, each value through its type's input function; stored as
     JSON text (an array or map value nested as JSON)."""
     element = input_function(value_type)
-    nested = value_type.endswith("[]") or value_type.startswith("map[")
+    nested = held_as_json(value_type)
     type_name = f"map[text=>{value_type}]"
 
     def entries(text: str) -> dict:
@@ -143,10 +143,9 @@ def _record_literal(text: str, type_name: str) -> list:
 def record_input(type_name: str) -> Callable:
     """ROW(…) (a list of fields, or the JSON array ROW gives in SQL), a JSON object, or Postgres's '(a,b)'; each
     field through its type's input function; stored as a JSON object (nested values nested as JSON)."""
-    from ..model.types import base_type, record_fields
+    from ..model.types import record_fields
 
-    fields = [(name, input_function(kind), base_type(kind) in ("list", "map", "record")
-               or kind.endswith("[]")) for name, kind in record_fields(type_name)]
+    fields = [(name, input_function(kind), held_as_json(kind)) for name, kind in record_fields(type_name)]
 
     def convert(value):
         items = value

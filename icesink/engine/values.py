@@ -17,7 +17,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Callable
 
-from ..model.types import UNBOUNDED_NUMERIC, base_type, decoder, map_value_type
+from ..model.types import UNBOUNDED_NUMERIC, base_type, decoder, held_as_json, map_value_type
 
 
 class InvalidValue(ValueError):
@@ -366,7 +366,8 @@ def _array(element_type: str):
             raise InvalidValue(f'malformed array literal: "{value}" has the wrong number of dimensions for '
                                f"{type_name}")
         stored = values(items)
-        return json.dumps([None if x is None else json.loads(x) for x in stored] if nested else stored)
+        return json.dumps([None if x is None else json.loads(x) for x in stored] if held_as_json(element_type)
+                          else stored)
     return convert
 
 

@@ -41,6 +41,17 @@ def base_type(type_name: str) -> str:
     return type_name.split("(")[0]
 
 
+def held_as_json(type_name: str) -> bool:
+    """Whether a value of this type is stored as JSON text (a list, a map or a record): nested in another such value,
+    it goes in as JSON, not as a string of it."""
+    return base_type(type_name) in ("list", "map", "record")
+
+
+def _parsed(value):
+    """A stored list, map or record: JSON text, or already parsed when nested in another."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
 def map_value_type(type_name: str) -> str:
     """'map[text=>integer]' -> 'integer'."""
     return type_name[len("map[text=>"):-1]
@@ -124,19 +135,21 @@ def decoder(type_name: str):
     """A function from a logged JSON value to the Python value the sink writes for a column of `type_name`."""
     if type_name.endswith("[]"):
         inner = decoder(type_name[:-2])
-        return lambda v: None if v is None else [inner(x) for x in (json.loads(v) if isinstance(v, str) else v)]
+        return lambda v: None if v is None else [inner(x) for x in _parsed(v)]
     base = base_type(type_name)
     if base == "record":
         fields = [(name, decoder(kind)) for name, kind in record_fields(type_name)]
-        return lambda v: None if v is None else {
-            name: convert((json.loads(v) if isinstance(v, str) else v).get(name)) for name, convert in fields}
+        def record(value) -> dict:
+            found = _parsed(value)
+            return {name: convert(found.get(name)) for name, convert in fields}
+        return lambda v: None if v is None else record(v)
     if base == "range":
         convert_range = _range(type_name)
         return lambda v: None if v is None else convert_range(v)
     if base == "map":
         inner = decoder(map_value_type(type_name))
         return lambda v: None if v is None else [
-            (k, inner(x)) for k, x in (json.loads(v) if isinstance(v, str) else v).items()]
+            (k, inner(x)) for k, x in _parsed(v).items()]
     convert = {
         "smallint": int, "integer": int, "bigint": int, "real": float, "double precision": float,
         "uint2": int, "uint4": int, "uint8": lambda v: Decimal(str(v)),

@@ -80,6 +80,12 @@ class Committer:
             self._check_version(progress)
         return progress
 
+    def _standing(self, table) -> tuple[Optional[Progress], bool]:
+        """This sink's newest progress in `table` (Fenced if a newer version wrote it), and whether the next commit
+        replaces every row of the table: the progress counts another input (ALTER SINK … SET FROM since)."""
+        progress = self.resume_point(table)
+        return progress, progress is not None and not self.counts(progress)
+
     def _check_version(self, progress: Progress) -> None:
         if progress.version > self.version:
             raise Fenced(f"fenced by newer sink version {progress.version} (this process runs version "
@@ -91,11 +97,8 @@ class Committer:
         upper: Optional[Frontier] = None
         for attempt in range(1, MAX_ATTEMPTS + 1):
             table = self.load_table()
-            progress = latest_progress(table, self.sink_id)
+            progress, replacing = self._standing(table)
             after = lower
-            if progress is not None:
-                self._check_version(progress)
-            replacing = progress is not None and not self.counts(progress)
             if progress is not None and not replacing:
                 committed = progress.frontier
                 if planned is not None and progress.version == self.version and committed == upper:
@@ -134,10 +137,7 @@ class Committer:
         all of (`sealed`). Recorded once: None when the table already says as much."""
         for attempt in range(1, MAX_ATTEMPTS + 1):
             table = self.load_table()
-            progress = latest_progress(table, self.sink_id)
-            if progress is not None:
-                self._check_version(progress)
-            replacing = progress is not None and not self.counts(progress)
+            progress, replacing = self._standing(table)
             if progress is not None and not replacing:
                 if progress.frontier.past(frontier) or (progress.frontier == frontier
                                                         and (progress.sealed or not sealed)):

@@ -81,8 +81,9 @@ class SinkRunner:
             if not switched:
                 self.input.check_resume(self.frontier)
             self.end = self.input.end()
+            sealed = progress is not None and not switched and progress.sealed
             if (progress is None or (switched and not self.input.holds_changes_after(self.frontier))
-                    or (self._complete(self.frontier) and not (progress.sealed and not switched))):
+                    or (self._complete(self.frontier) and not sealed)):
                 self.committer.mark(self.frontier, sealed=self._complete(self.frontier))
             stream = self.input.stream(self.spark, self.frontier)
         except Exception as exc:
