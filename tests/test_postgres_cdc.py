@@ -18,7 +18,7 @@ import pytest
 from icesink.engine.ingest.pgoutput import lsn_int
 from tests.conftest import ICESINK, cli_env, error_of, rows, serve, serve_until_killed
 from tests.readers import duckdb_rows
-from tests.runtime import iceberg_table, wait_for
+from tests.runtime import iceberg_table, sink_status, wait_for
 from tests.servers import Postgres
 
 PASSWORD = "cdc-pw-31"
@@ -231,12 +231,6 @@ def _array_element(value: str) -> str:
     return value
 
 
-def sink_status(session, name="orders_lake"):
-    found = rows(session, "SELECT st.status, st.error FROM mz_sinks s JOIN mz_internal.mz_sink_statuses st "
-                          f"ON s.id = st.id WHERE s.name = '{name}'")
-    return found[0] if found else (None, None)
-
-
 def source_status(session, name="shop"):
     found = rows(session, "SELECT st.status, st.error FROM mz_sources s JOIN mz_internal.mz_source_statuses st "
                           f"ON s.id = st.id WHERE s.name = '{name}'")
@@ -273,7 +267,7 @@ def test_the_source_survives_postgres_restarting(session, scheduler, upstream):
         status, error = wait_for(lambda: source_status(session)[0] == "stalled" and source_status(session),
                                  timeout=60, what="the source to stall")
         assert error.startswith("Postgres connection 'pg': ") and f"127.0.0.1:{upstream.port}" in error, error
-        status, error = wait_for(lambda: sink_status(session)[0] == "stalled" and sink_status(session),
+        status, error = wait_for(lambda: sink_status(session, "orders_lake")[0] == "stalled" and sink_status(session, "orders_lake"),
                                  timeout=30, what="the sink to stall")
         assert error.startswith("source 'shop' is stalled: Postgres connection 'pg': "), error
     finally:
@@ -283,7 +277,7 @@ def test_the_source_survives_postgres_restarting(session, scheduler, upstream):
         admin.execute("UPDATE orders SET note = 'changed' WHERE id <= 50")
     assert len(in_sync(session, upstream)) == 200
     wait_for(lambda: source_status(session) == ("running", None), timeout=60, what="the source to run again")
-    wait_for(lambda: sink_status(session) == ("running", None), timeout=30, what="the sink to run again")
+    wait_for(lambda: sink_status(session, "orders_lake") == ("running", None), timeout=30, what="the sink to run again")
 
 
 def test_wrong_credentials_or_a_missing_publication_at_run_time_stall_the_source_with_the_cause(
@@ -386,7 +380,7 @@ def test_a_change_iceberg_cannot_follow_stalls_the_source_with_what_to_do(sessio
                              timeout=60, what="the source to stall")
     assert error == ("upstream table public.orders dropped column note, which its subsource replicates: recreate "
                      "the source (DROP SOURCE … CASCADE, then CREATE SOURCE) to replicate the table as it is now")
-    assert wait_for(lambda: sink_status(session)[0] == "stalled" and sink_status(session), timeout=30,
+    assert wait_for(lambda: sink_status(session, "orders_lake")[0] == "stalled" and sink_status(session, "orders_lake"), timeout=30,
                     what="the sink to stall") == ("stalled", f"source 'shop' is stalled: {error}")
     session.execute("DROP SOURCE shop CASCADE")  # what the message says to do
     session.execute(SETUP.split(";", 3)[3].replace("TABLE 'orders'", "TABLE 'orders_now'"))
