@@ -5,8 +5,9 @@
 Fills a --rows, 4-column table (bigint key, integer, text, timestamptz) in a fresh store, then applies --batches
 batches of `bench/postgres.py`'s change mix (half updates, a quarter deletes, a quarter inserts, on random keys) as
 the replication does (engine/ingest/subsource.py), and prints for each batch the time to fold the changes, to
-write them (the store's upserts and deletes, with the log's trigger entries) and to commit. --savepoint wraps the
-batch in a savepoint, as the replication once did. A figure, not a test.
+write them (the store's upserts and deletes, with the temporary triggers' entries), to write them as the batch's
+Parquet segment (engine/segments.py) and to commit. --savepoint wraps the batch in a savepoint, as the replication
+once did. A figure, not a test.
 """
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ def main() -> None:
         last = min(args.rows, first + LOAD_ROWS)
         store.load_base("t", COLUMNS, [(n, n % 1000, f"row {n}", TS) for n in range(first, last)], last)
     print(f"{args.rows:,} rows stored in {time.time() - started:.1f}s")
+    store.segments.follow("t", COLUMNS)  # as the replication does once the copy is in
 
     sub = Subsource(types.SimpleNamespace(id="t", descriptor=types.SimpleNamespace(columns=COLUMNS,
                                                                                    primary_key=("id",))))
@@ -78,9 +80,11 @@ def main() -> None:
             if args.savepoint:
                 db.execute("RELEASE batch")
             written = time.time()
+            store.segments.seal()  # what the transaction does before it commits, timed on its own
+            sealed = time.time()
         done = time.time()
-        print(f"{args.batch:,} changes: fold {folded - began:.2f}s, write {written - folded:.2f}s, commit "
-              f"{done - written:.2f}s: {args.batch / (done - began):,.0f} changes/s "
+        print(f"{args.batch:,} changes: fold {folded - began:.2f}s, write {written - folded:.2f}s, segment "
+              f"{sealed - written:.2f}s, commit {done - sealed:.2f}s: {args.batch / (done - began):,.0f} changes/s "
               f"({1e6 * (done - began) / args.batch:.0f} µs each)", flush=True)
 
 

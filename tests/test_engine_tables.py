@@ -204,3 +204,63 @@ def test_insert_select_loads_rows_in_bulk_with_postgres_functions(session):
 ])
 def test_functions_outside_what_runs_are_refused_by_name(session, sql, message):
     assert error_of(session, sql).message == message
+
+
+def _segment_entries(store, table_id, columns):
+    """(offset, diff, values) of a replicated table's changes, read as a sink reads them."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from icesink.engine import segments
+    from icesink.engine.sources.engine_table import change_schema
+
+    described = [c.as_dict() for c in columns]
+    schema = to_arrow_schema(change_schema(described), timezone="UTC")
+    found = []
+    for after, upto, ts, path in segments.segments(store, table_id, 0, store.latest_offset(table_id)):
+        for batch in segments.spark_batches(path, 0, upto - after, after + 1, ts, described, schema, 1000):
+            for row in batch.to_pylist():
+                found.append((row["_icesink_offset"], row["_icesink_diff"], [row[c.name] for c in columns]))
+    return found
+
+
+def test_a_replicated_tables_changes_are_logged_as_segments_with_the_rows_they_replace(tmp_path):
+    from decimal import Decimal
+
+    from icesink.engine import segments
+    from icesink.engine.tables import TableStore
+    from icesink.model.types import Column
+
+    store = TableStore(tmp_path)
+    columns = (Column("id", "bigint"), Column("amount", "numeric"), Column("note", "text"))
+    store.create("r1", columns, ("id",))
+    store.segments.follow("r1", columns)
+    table = '"t_r1"'
+    with store.transaction() as db:
+        db.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)", [(1, "1.50", "a"), (2, "2", None)])
+    with store.transaction() as db:
+        db.execute(f"INSERT INTO {table} VALUES (1, '9.99', 'b') ON CONFLICT (id) DO UPDATE SET amount ="
+                   " excluded.amount, note = excluded.note")
+        db.execute(f"DELETE FROM {table} WHERE id = 2")
+    with pytest.raises(RuntimeError):  # rolled back: neither its rows nor a segment
+        with store.transaction() as db:
+            db.execute(f"DELETE FROM {table}")
+            raise RuntimeError("stop")
+    assert store.changes("r1", 0, 100) == []  # nothing in the JSON log
+    assert _segment_entries(store, "r1", columns) == [
+        (1, 1, [1, Decimal("1.50"), "a"]), (2, 1, [2, Decimal("2"), None]),
+        (3, -1, [1, Decimal("1.50"), "a"]), (4, 1, [1, Decimal("9.99"), "b"]), (5, -1, [2, Decimal("2"), None])]
+    assert len(list((tmp_path / "segments" / "r1").glob("*.parquet"))) == 2
+
+    assert segments.prune(store, "r1", lambda: {"sink1"}) == 0  # it has acknowledged nothing
+    store.acknowledge("sink1", "r1", 2)
+    assert segments.prune(store, "r1", lambda: {"sink1"}) == 1 and store.floor("r1") == 2
+    assert [entry[0] for entry in _segment_entries(store, "r1", columns)] == [3, 4, 5]
+    assert segments.prune(store, "r1", lambda: set()) == 1 and store.floor("r1") == 5  # no sink: none kept
+    assert not list((tmp_path / "segments" / "r1").glob("*.parquet"))
+
+    offset, path, count = segments.export_snapshot(store, "r1", columns)  # what a sink starting now reads
+    assert (offset, count) == (5, 1)
+    import pyarrow.parquet as pq
+    assert pq.read_table(path).to_pylist() == [{"_icesink_diff": 1, "id": 1, "amount": "9.99", "note": "b"}]
+    store.drop("r1")
+    assert not (tmp_path / "segments" / "r1").exists() and not (tmp_path / "snapshots" / "r1").exists()

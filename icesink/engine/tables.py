@@ -9,7 +9,8 @@ live row's insertion, a consistent snapshot for a sink created later, and the lo
 table plus its unacknowledged tail.
 
 A table a source copied (a Postgres subsource) starts with a *base*: the copy's Parquet files, read by sinks as
-insertions at a range of offsets reserved for them, so millions of copied rows need no log entry each.
+insertions at a range of offsets reserved for them, so millions of copied rows need no log entry each. Its changes
+after that are logged as Parquet segments (segments.py), not by triggers.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from typing import Callable
 from ..catalog.sqlite import connect_wal, database_errors, raised_in_function, sql_function, sqlite_message
 from ..errors import CatalogError
 from ..model.types import Column, base_type
+from . import segments
 from .values import InvalidValue, column_input, input_function
 
 TABLES_FILE = "tables.db"
@@ -129,6 +131,10 @@ class TableStore:
                             " width INTEGER NOT NULL, PRIMARY KEY (table_id, width))")
             self.db.execute("CREATE TABLE IF NOT EXISTS bases (table_id TEXT PRIMARY KEY, after INTEGER NOT NULL,"
                             " upto INTEGER NOT NULL, ts INTEGER NOT NULL, files TEXT NOT NULL, loaded INTEGER NOT NULL)")
+            self.db.execute("CREATE TABLE IF NOT EXISTS segments (table_id TEXT NOT NULL, after INTEGER NOT NULL,"
+                            " upto INTEGER NOT NULL, ts INTEGER NOT NULL, path TEXT NOT NULL,"
+                            " PRIMARY KEY (table_id, after))")
+        self.segments = segments.SegmentLog(self)
 
     def close(self) -> None:
         self.db.close()
@@ -164,15 +170,21 @@ class TableStore:
         rows = sum(count for _, count in files)
         if not rows:
             return
-        found = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'changes'").fetchone()
-        after = found[0] if found else 0
-        if found:
-            self.db.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'changes'", (after + rows,))
-        else:
-            self.db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('changes', ?)", (after + rows,))
+        after = self.next_offset()
+        self.reserve(after, rows)
         self.db.execute(f"INSERT INTO bases VALUES (?, ?, ?, {NOW_MS}, ?, 0)",
                         (table_id, after, after + rows,
                          json.dumps([(str(Path(path).relative_to(self.data_dir)), count) for path, count in files])))
+
+    def next_offset(self) -> int:
+        """Where the next change of any table goes (it takes the offset after this one)."""
+        found = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'changes'").fetchone()
+        return found[0] if found else 0
+
+    def reserve(self, after: int, count: int) -> None:
+        """Offsets (after, after + count] are taken, inside the caller's transaction, for changes not in the log."""
+        if self.db.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'changes'", (after + count,)).rowcount == 0:
+            self.db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('changes', ?)", (after + count,))
 
     def base(self, table_id: str) -> Base | None:
         row = self.db.execute("SELECT after, upto, ts, files, loaded FROM bases WHERE table_id = ?",
@@ -185,7 +197,8 @@ class TableStore:
 
     def load_base(self, table_id: str, columns, rows: list, loaded: int) -> None:
         """Puts rows of the table's base into the table, `loaded` of them so far with these, in one transaction;
-        their insertions are the base's offsets, so the log's triggers are off until all are in."""
+        their insertions are the base's offsets, so they are logged nowhere (the table's changes are followed as
+        segments once all are in)."""
         table = quote(storage_name(table_id))
         with self.transaction():
             for event in ("insert", "delete", "update"):
@@ -193,13 +206,13 @@ class TableStore:
             self.db.executemany(f"INSERT INTO {table} ({', '.join(quote(c.name) for c in columns)}) VALUES "
                                 f"({', '.join('?' * len(columns))})", rows)
             self.db.execute("UPDATE bases SET loaded = ? WHERE table_id = ?", (loaded, table_id))
-            if loaded == self.base(table_id).rows:
-                self._log_triggers(table_id, columns)
 
-    def evolve(self, table_id: str, columns: tuple[Column, ...], fills: dict[str, object]) -> None:
+    def evolve(self, table_id: str, columns: tuple[Column, ...], fills: dict[str, object],
+               replicated: bool = False) -> None:
         """The table takes `columns`: the ones it lacks are added (nullable), then set to `fills[name]` in every
-        row when there is one (logged as updates, so sinks write them), all in one transaction. Types may only
-        have widened, which the stored values need no change for. Doing it again changes nothing more."""
+        row when there is one (logged as updates, so sinks write them: as segments when the table is `replicated`),
+        all in one transaction. Types may only have widened, which the stored values need no change for. Doing it
+        again changes nothing more."""
         table = quote(storage_name(table_id))
         with self.transaction():
             have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
@@ -207,10 +220,12 @@ class TableStore:
             for column in added:
                 self.db.execute(f"ALTER TABLE {table} ADD COLUMN {_definition(Column(column.name, column.type))}")
             if added:
-                found = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'changes'").fetchone()
                 self.db.execute("INSERT INTO widened VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                                (table_id, found[0] if found else 0, len(columns)))
-            self._log_triggers(table_id, columns)
+                                (table_id, self.next_offset(), len(columns)))
+            if replicated:
+                self.segments.follow(table_id, columns)
+            else:
+                self._log_triggers(table_id, columns)
             for column in added:
                 if fills.get(column.name) is not None:
                     self.db.execute(f"UPDATE {table} SET {quote(column.name)} = ?", (fills[column.name],))
@@ -218,12 +233,13 @@ class TableStore:
     def drop(self, table_id: str) -> None:
         with self.transaction():
             self.db.execute(f"DROP TABLE IF EXISTS {quote(storage_name(table_id))}")
-            for table in ("changes", "acknowledged", "log_floor", "bases", "widened"):
+            for table in ("changes", "acknowledged", "log_floor", "bases", "widened", "segments"):
                 self.db.execute(f"DELETE FROM {table} WHERE table_id = ?", (table_id,))
         shutil.rmtree(base_dir(self.data_dir, table_id), ignore_errors=True)
+        segments.remove(self.data_dir, table_id)
 
     def transaction(self):
-        return _Transaction(self.db)
+        return _Transaction(self.db, self.segments.seal)
 
     def write(self, sql: str, what: str, positions: dict[str, int] | None = None) -> int:
         """Runs one INSERT/UPDATE/DELETE; returns the number of rows it touched. `positions` says where in the
@@ -277,8 +293,9 @@ class TableStore:
         """The newest change's offset; for a reader that knows `width` columns, the newest change it can read (the
         table gained columns after it: it is started again with them)."""
         row = self.db.execute("SELECT max(offset) FROM changes WHERE table_id = ?", (table_id,)).fetchone()
+        segment = self.db.execute("SELECT max(upto) FROM segments WHERE table_id = ?", (table_id,)).fetchone()
         base = self.base(table_id)
-        latest = max(row[0] or 0, base.upto if base else 0)
+        latest = max(row[0] or 0, segment[0] or 0, base.upto if base else 0, self.floor(table_id))
         if width is not None:
             wider = self.db.execute("SELECT min(offset) FROM widened WHERE table_id = ? AND width > ?",
                                     (table_id, width)).fetchone()[0]
@@ -309,7 +326,7 @@ class TableStore:
             self.db.execute("INSERT INTO acknowledged VALUES (?, ?, ?) ON CONFLICT (reader, table_id) DO UPDATE"
                             " SET offset = max(offset, excluded.offset)", (reader, table_id, offset))
 
-    def _acknowledged(self, table_id: str) -> dict[str, int]:
+    def acknowledged(self, table_id: str) -> dict[str, int]:
         return dict(self.db.execute("SELECT reader, offset FROM acknowledged WHERE table_id = ?", (table_id,)))
 
     def compact(self, table_id: str, readers: Callable[[], set[str]]) -> int:
@@ -323,7 +340,7 @@ class TableStore:
         again as the floor moves: a sink created during the search, which has acknowledged nothing, stops it (it
         may have planned a read in several parts below the floor)."""
         with self.transaction():
-            acked, sinks = self._acknowledged(table_id), readers()
+            acked, sinks = self.acknowledged(table_id), readers()
             for gone in set(acked) - sinks:
                 self.db.execute("DELETE FROM acknowledged WHERE reader = ? AND table_id = ?", (gone, table_id))
         (floor, kept), target = self._floor(table_id), min((acked.get(r, 0) for r in sinks), default=0)
@@ -337,7 +354,7 @@ class TableStore:
         self.db.execute(_CANCELLED, (table_id, target))
         pairs = self.db.execute("SELECT count(*) FROM temp.cancelled").fetchone()[0]
         with self.transaction():  # monotonic: two compactions of one table may overlap (they remove the same pairs)
-            acked = self._acknowledged(table_id)
+            acked = self.acknowledged(table_id)
             if any(acked.get(r, 0) < target for r in readers()):
                 self.db.execute("DROP TABLE temp.cancelled")
                 return 0
@@ -392,14 +409,22 @@ GROUP BY row, k HAVING count(*) = 2"""
 
 
 class _Transaction:
-    def __init__(self, db: sqlite3.Connection):
-        self.db = db
+    """`before_commit` runs inside the transaction when its body succeeded; if it fails, all rolls back."""
+
+    def __init__(self, db: sqlite3.Connection, before_commit: Callable[[], None] | None = None):
+        self.db, self.before_commit = db, before_commit
 
     def __enter__(self):
         self.db.execute("BEGIN IMMEDIATE")
         return self.db
 
     def __exit__(self, kind, exc, tb):
+        if kind is None and self.before_commit is not None:
+            try:
+                self.before_commit()
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
         self.db.execute("ROLLBACK" if kind else "COMMIT")
         return False
 

@@ -1,13 +1,14 @@
 """Replicates a Postgres source into icesink's own store, as Materialize persists a source before its sinks read it:
-each subsource is an engine table (its rows and its change log), so sinks read a subsource exactly as they read a
-table, with the same offsets, acknowledgements and exactly-once commits.
+each subsource is a table of the store (its rows, and its changes logged as Parquet segments: engine/segments.py),
+so sinks read a subsource as they read a table, with the same offsets, acknowledgements and exactly-once commits.
 
 The first run creates the source's replication slot (pgoutput) with an exported snapshot and copies every table as of
 that snapshot into Parquet files, its *base* (copy.py; on Spark's executors in ctid ranges when the table is large,
 parallel_copy.py). One local transaction records the bases, which sinks read as the tables' first changes, and the
 slot's consistent point: no change is lost or doubled at the seam. The copied rows then go into the store's tables,
-a block per transaction, before the first change is applied to them. Then it peeks the slot's changes a batch of whole transactions at a time, applies them to the local
-copy together with the LSN they end at, and only then advances the slot: the upstream keeps a change until icesink
+a block per transaction, before the first change is applied to them. Then it peeks the slot's changes a batch of
+whole transactions at a time, applies them to the local copy (rows and a segment) together with the LSN they end
+at, and only then advances the slot: the upstream keeps a change until icesink
 holds it durably, and a change applied before a crash is recognised by its LSN and skipped after it.
 
 A table created from the source later (CREATE TABLE … FROM SOURCE) is copied as of a snapshot of its own, and the
@@ -18,6 +19,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 
 from psycopg import sql
@@ -28,6 +30,7 @@ from ...catalog_connections.postgres_upstream import describe, missing_values
 from ...errors import first_line
 from ..failures import NeedsAction
 from ..faults import crash_point
+from .. import segments
 from ..tables import TableStore, base_dir
 from .copy import SESSION, CopyRefused, base_batches, stored_rows, write_base
 from .parallel_copy import PAGES_PER_TASK, PARALLEL_PAGES, Cancelled, copy_on_executors, page_ranges, range_query
@@ -45,6 +48,7 @@ STORE_CACHE_KIB = 128 << 10
 STORE_WAIT_SECONDS = 600
 DROP_SLOT = "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s"
 LOAD_ROWS = 100_000  # copied rows put into the store per transaction
+PRUNE_SECONDS = 5.0  # how often segments every sink has committed are deleted
 
 
 class Stopped(Exception):
@@ -163,23 +167,41 @@ class PostgresIngestion:
             self.lsn = row[0]
             self._copy_added(store)
         self._load_bases(store)
+        for sub in self.subsources.values():
+            store.segments.follow(sub.obj.id, sub.columns)
         copied = dict(store.db.execute("SELECT object_id, copied_lsn FROM source_tables WHERE source_id = ?",
                                        (self.source.id,)))
         for sub in self.subsources.values():
             sub.copied_at = copied.get(sub.obj.id) or 0
         with self.connector.connect(options=SESSION) as upstream:
             self.upstream, self.types = upstream, UpstreamTypes(upstream)
-            announced = False
+            announced, pruned = False, 0.0
             while not self.stopping.is_set():
                 applied = self._pump(store, upstream)
                 if not announced:
                     on_running({"lsn": lsn_text(self.lsn), "slot": self.slot})
                     announced = True
+                if time.monotonic() - pruned >= PRUNE_SECONDS:
+                    self._prune(store)
+                    pruned = time.monotonic()
                 if applied == 0:
                     self.stopping.wait(IDLE_SECONDS)
 
     def stop(self) -> None:
         self.stopping.set()
+
+    def _prune(self, store: TableStore) -> None:
+        """Deletes the segments every sink of a table has committed (segments.prune)."""
+        catalog = Catalog(self.catalog.data_dir)  # this thread's own connection
+        try:
+            for sub in self.subsources.values():
+                def readers(table_id=sub.obj.id) -> set[str]:
+                    return {o.id for o in catalog.dependents(table_id) if o.kind == "sink"}
+                removed = segments.prune(store, sub.obj.id, readers)
+                if removed:
+                    log.debug("source %s: %d segments of %s deleted", self.source.name, removed, sub.obj.name)
+        finally:
+            catalog.close()
 
     # ------------------------------------------------------------ the initial copy
     def _snapshot(self, store: TableStore) -> None:
@@ -419,8 +441,6 @@ def replicated_relations(catalog: Catalog, source_id: str) -> list[CatalogObject
 def drop_slot(connector, slot: str) -> None:
     """DROP SOURCE: the slot would otherwise keep the upstream's WAL forever. A peek in progress holds it for a
     moment, so a busy slot is tried again."""
-    import time
-
     import psycopg
 
     with connector.connect() as upstream:

@@ -111,7 +111,7 @@ def follow(catalog: Catalog, store: TableStore, change: SchemaChanged) -> None:
     subsource = catalog.get_by_id(change.subsource_id)
     inputs = {c.name: replicated_input(c.type) for c in change.columns}
     fills = {name: inputs[name](value) for name, value in change.fills.items()}
-    store.evolve(subsource.id, change.columns, fills)
+    store.evolve(subsource.id, change.columns, fills, replicated=True)
     catalog.update(dataclasses.replace(subsource, descriptor=dataclasses.replace(subsource.descriptor,
                                                                                  columns=change.columns)))
     for sink in catalog.dependents(subsource.id):

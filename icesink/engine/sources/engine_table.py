@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import time
 from pathlib import Path
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -47,8 +48,18 @@ class BaseRange(InputPartition):
         self.path, self.skip, self.take, self.first, self.ts = path, skip, take, first, ts
 
 
+class SegmentRange(InputPartition):
+    """Changes kept as a Parquet file of stored values (a replicated table's segment, or a snapshot of its rows):
+    `take` rows after the first `skip`, the first of them the change at offset `first`, all of time `ts`."""
+
+    def __init__(self, path: str, skip: int, take: int, first: int, ts: int):
+        super().__init__((path, skip, take))
+        self.path, self.skip, self.take, self.first, self.ts = path, skip, take, first, ts
+
+
 class EngineTableSource(DataSource):
-    """Options: data_dir, table_id, columns (JSON list of {name, type}), start (exclusive offset)."""
+    """Options: data_dir, table_id, columns (JSON list of {name, type}), start (exclusive offset), replicated
+    ("true" for a table a source replicates: a reader starting from nothing below its floor reads a snapshot)."""
 
     @classmethod
     def name(cls) -> str:
@@ -67,45 +78,72 @@ class EngineTableReader(DataSourceStreamReader):
         self.table_id = options["table_id"]
         self.columns = json.loads(options["columns"])
         self.start = int(options.get("start", "0"))
+        self.replicated = options.get("replicated") == "true"
+        self.snapshot: int | None = None  # the offset of the snapshot this reader's first batch reads
 
     def initialOffset(self) -> dict:
         return {"offset": self.start}
 
     def latestOffset(self) -> dict:
+        from .. import segments
         from ..tables import TableStore
 
         store = TableStore(self.data_dir)
         try:
-            return {"offset": max(store.latest_offset(self.table_id, len(self.columns)), self.start)}
+            latest = store.latest_offset(self.table_id, len(self.columns))
+            if self.replicated and self.start == 0 and self.snapshot is None and store.floor(self.table_id) > 0:
+                if latest < store.latest_offset(self.table_id):
+                    return {"offset": 0}  # the table gained columns: the sink starts again with them
+                columns = [Column(c["name"], c["type"]) for c in self.columns]
+                self.snapshot, _, _ = segments.export_snapshot(store, self.table_id, columns)
+                return {"offset": self.snapshot}
+            return {"offset": max(latest, self.start)}
         finally:
             store.close()
 
     def partitions(self, start: dict, end: dict) -> list[OffsetRange]:
+        import pyarrow.parquet as pq
+
+        from .. import segments
         from ..tables import TableStore
 
         after, upto = start["offset"], end["offset"]
+        path = segments.snapshot_at(self.data_dir, self.table_id, upto) if self.replicated and after == 0 else None
+        if path is not None:
+            rows, ts = pq.ParquetFile(path).metadata.num_rows, int(time.time() * 1000)
+            return [SegmentRange(path, skip, min(ROWS_PER_PARTITION, rows - skip), upto - rows + skip + 1, ts)
+                    for skip in range(0, rows, ROWS_PER_PARTITION)] or [OffsetRange(after, upto)]
         store = TableStore(self.data_dir)
         try:
             compacted, base = after < store.floor(self.table_id), store.base(self.table_id)
+            if compacted and self.replicated:  # its segments went after this reader looked: it starts again
+                raise ValueError(f"the changes of table {self.table_id} up to offset {store.floor(self.table_id)} "
+                                 "were deleted as this sink started: it starts again from a snapshot")
+            kept = segments.segments(store, self.table_id, after, upto)
+            first_logged, last_logged = store.db.execute(
+                "SELECT min(offset), max(offset) FROM changes WHERE table_id = ? AND offset > ? AND offset <= ?",
+                (self.table_id, after, upto)).fetchone()
         finally:
             store.close()
-        parts, logged = [], [(after, upto)]
+        parts = []
+        for first, last, ts, path in kept:
+            lo, hi = max(after, first), min(upto, last)
+            parts += [SegmentRange(path, a - first, min(ROWS_PER_PARTITION, hi - a), a + 1, ts)
+                      for a in range(lo, hi, ROWS_PER_PARTITION)]
         if base is not None and base.after < upto and after < base.upto:  # the base's offsets have no log entries
-            logged = [(after, min(upto, base.after)), (max(after, base.upto), upto)]
             position = base.after
             for path, rows in base.files:
                 for first in range(max(after, position), min(upto, position + rows), ROWS_PER_PARTITION):
                     take = min(ROWS_PER_PARTITION, min(upto, position + rows) - first)
                     parts.append(BaseRange(path, first - position, take, first + 1, base.ts))
                 position += rows
-        for a, b in logged:
-            if a >= b:
-                continue
+        if first_logged is not None:  # the JSON log: an engine table's, or what an older icesink logged for a copy
+            a, b = first_logged - 1, last_logged
             if compacted:  # one read, one consistent view: compaction may change the prefix between two reads
                 parts.append(OffsetRange(a, b))
-                continue
-            bounds = list(range(a, b, ROWS_PER_PARTITION)) + [b]
-            parts += [OffsetRange(x, y) for x, y in zip(bounds, bounds[1:])]
+            else:
+                bounds = list(range(a, b, ROWS_PER_PARTITION)) + [b]
+                parts += [OffsetRange(x, y) for x, y in zip(bounds, bounds[1:])]
         return parts or [OffsetRange(after, upto)]
 
     def read(self, partition: OffsetRange):
@@ -118,6 +156,12 @@ class EngineTableReader(DataSourceStreamReader):
         schema = to_arrow_schema(change_schema(self.columns), timezone="UTC")
         if isinstance(partition, BaseRange):
             yield from self._read_base(partition, schema)
+            return
+        if isinstance(partition, SegmentRange):
+            from ..segments import spark_batches
+
+            yield from spark_batches(partition.path, partition.skip, partition.take, partition.first, partition.ts,
+                                     self.columns, schema, ROWS_PER_BATCH)
             return
         decoders = [column_decoder(c["type"]) for c in self.columns]
         width = len(decoders)
@@ -190,10 +234,13 @@ class EngineTableInput(Input):
         self.log = TableStore(catalog.data_dir)
 
     def stream(self, spark, start: Offset):
+        return self._reader(spark, start).load()
+
+    def _reader(self, spark, start: Offset):
         return (spark.readStream.format(EngineTableSource.name())
                 .option("data_dir", str(Path(self.catalog.data_dir).resolve())).option("table_id", self.relation.id)
                 .option("columns", json.dumps([c.as_dict() for c in self.relation.descriptor.columns]))
-                .option("start", str(start.offset)).load())
+                .option("start", str(start.offset)))
 
     def holds_changes_after(self, frontier: Offset) -> bool:
         return self.log.latest_offset(self.relation.id, len(self.relation.descriptor.columns)) > frontier.offset

@@ -1,6 +1,8 @@
 """Input kind 'postgres': a Postgres subsource, or a table created from a Postgres source. Its source's replication
-(engine/ingest/postgres.py) keeps each as an engine table, rows and change log, so a sink reads it as it reads a
-table: log offsets as its frontier, the same acknowledgements and compaction."""
+(engine/ingest/postgres.py) keeps each as a table of icesink's store whose changes are logged as Parquet segments
+(engine/segments.py), so a sink reads it as it reads a table: offsets as its frontier, the same acknowledgements.
+The replication deletes the segments every sink of the table has acknowledged; a sink that starts after that reads a
+snapshot of the table's rows first."""
 from __future__ import annotations
 
 from .base import UnreadableInput
@@ -14,3 +16,9 @@ class PostgresSubsourceInput(EngineTableInput):
                                   f"of them (SHOW SUBSOURCES ON {relation.name}), or from a table created with CREATE "
                                   f"TABLE … FROM SOURCE {relation.name} (REFERENCE …)")
         super().__init__(catalog, relation, origin)
+
+    def stream(self, spark, start):
+        return self._reader(spark, start).option("replicated", "true").load()
+
+    def acknowledge(self, sink_id: str, frontier) -> None:
+        self.log.acknowledge(sink_id, self.relation.id, frontier.offset)
