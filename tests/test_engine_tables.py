@@ -231,24 +231,27 @@ def test_a_replicated_tables_changes_are_logged_as_segments_with_the_rows_they_r
     from icesink.model.types import Column
 
     store = TableStore(tmp_path)
-    columns = (Column("id", "bigint"), Column("amount", "numeric"), Column("note", "text"))
+    columns = (Column("id", "bigint"), Column("amount", "numeric"), Column("note", "text"),
+               Column("ratio", "double precision"))
     store.create("r1", columns, ("id",))
     store.segments.follow("r1", columns)
     table = '"t_r1"'
     with store.transaction() as db:
-        db.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)", [(1, "1.50", "a"), (2, "2", None)])
+        db.executemany(f"INSERT INTO {table} VALUES (?, ?, ?, ?)",
+                       [(1, "1.50", "a", 0.1 + 0.2), (2, "2", None, None)])
     with store.transaction() as db:
-        db.execute(f"INSERT INTO {table} VALUES (1, '9.99', 'b') ON CONFLICT (id) DO UPDATE SET amount ="
-                   " excluded.amount, note = excluded.note")
+        db.execute(f"INSERT INTO {table} VALUES (1, '9.99', 'b', 1e308 * 10) ON CONFLICT (id) DO UPDATE SET"
+                   " amount = excluded.amount, note = excluded.note, ratio = excluded.ratio")
         db.execute(f"DELETE FROM {table} WHERE id = 2")
     with pytest.raises(RuntimeError):  # rolled back: neither its rows nor a segment
         with store.transaction() as db:
             db.execute(f"DELETE FROM {table}")
             raise RuntimeError("stop")
     assert store.changes("r1", 0, 100) == []  # nothing in the JSON log
-    assert _segment_entries(store, "r1", columns) == [
-        (1, 1, [1, Decimal("1.50"), "a"]), (2, 1, [2, Decimal("2"), None]),
-        (3, -1, [1, Decimal("1.50"), "a"]), (4, 1, [1, Decimal("9.99"), "b"]), (5, -1, [2, Decimal("2"), None])]
+    assert _segment_entries(store, "r1", columns) == [  # every digit of a double kept
+        (1, 1, [1, Decimal("1.50"), "a", 0.30000000000000004]), (2, 1, [2, Decimal("2"), None, None]),
+        (3, -1, [1, Decimal("1.50"), "a", 0.30000000000000004]), (4, 1, [1, Decimal("9.99"), "b", float("inf")]),
+        (5, -1, [2, Decimal("2"), None, None])]
     assert len(list((tmp_path / "segments" / "r1").glob("*.parquet"))) == 2
 
     assert segments.prune(store, "r1", lambda: {"sink1"}) == 0  # it has acknowledged nothing
@@ -261,6 +264,7 @@ def test_a_replicated_tables_changes_are_logged_as_segments_with_the_rows_they_r
     offset, path, count = segments.export_snapshot(store, "r1", columns)  # what a sink starting now reads
     assert (offset, count) == (5, 1)
     import pyarrow.parquet as pq
-    assert pq.read_table(path).to_pylist() == [{"_icesink_diff": 1, "id": 1, "amount": "9.99", "note": "b"}]
+    assert pq.read_table(path).to_pylist() == [{"_icesink_diff": 1, "id": 1, "amount": "9.99", "note": "b",
+                                                "ratio": float("inf")}]
     store.drop("r1")
     assert not (tmp_path / "segments" / "r1").exists() and not (tmp_path / "snapshots" / "r1").exists()

@@ -13,6 +13,7 @@ starts after that reads a snapshot of the store's rows instead, exported with th
 """
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 import pyarrow as pa
+import pyarrow.json as pjson
 import pyarrow.parquet as pq
 
 from ..model.types import Column, base_type, column_decoder
@@ -49,9 +51,27 @@ def stored_schema(columns, affinity: Callable[[str], str]) -> pa.Schema:
                      [pa.field(c.name, _ARROW[affinity(c.type)]) for c in columns])
 
 
-def _batch(rows: list[tuple], schema: pa.Schema) -> pa.RecordBatch:
-    values = list(zip(*rows))
-    return pa.RecordBatch.from_arrays([pa.array(v, type=f.type) for v, f in zip(values, schema)], schema=schema)
+def _batches(db, sql: str, schema: pa.Schema, params=()):
+    """The rows of `sql` (one per stored entry: diff, then the columns of `schema`) as record batches of `schema`.
+    SQLite writes each row as a JSON line and Arrow parses them: twice as fast as Python taking the values one by one.
+    REALs travel as text with all 17 digits (SQLite's JSON keeps 15)."""
+    from .tables import quote
+
+    def value(index: int, field: pa.Field) -> str:
+        name = "diff" if index == 0 else quote(field.name)
+        as_text = f"iif({name} IS NULL, NULL, printf('%!.17g', {name}))" if pa.types.is_floating(field.type) else name
+        return f"'c{index}', {as_text}"
+    lines = f"SELECT json_object({', '.join(value(i, f) for i, f in enumerate(schema))}) FROM ({sql})"
+    parsed = pa.schema([pa.field(f"c{i}", pa.string() if pa.types.is_floating(f.type) else f.type)
+                        for i, f in enumerate(schema)])
+    cursor = db.execute(lines, params)
+    while found := cursor.fetchmany(FETCH_ROWS):
+        data = "\n".join(line for (line,) in found).encode()
+        table = pjson.read_json(io.BytesIO(data), read_options=pjson.ReadOptions(use_threads=False,
+                                                                                  block_size=len(data) + 1),
+                                parse_options=pjson.ParseOptions(explicit_schema=parsed))
+        arrays = [column.combine_chunks().cast(field.type) for column, field in zip(table.columns, schema)]
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _durable(path: Path) -> None:
@@ -110,9 +130,7 @@ class SegmentLog:
         from .tables import NOW_MS, _affinity
 
         db = self.store.db
-        cursor = db.execute(f"SELECT * FROM {_pending(table_id)} ORDER BY rowid")
-        rows = cursor.fetchmany(FETCH_ROWS)
-        if not rows:
+        if db.execute(f"SELECT 1 FROM {_pending(table_id)} LIMIT 1").fetchone() is None:
             return
         after = self.store.next_offset()
         directory = segments_dir(self.store.data_dir, table_id)
@@ -120,10 +138,9 @@ class SegmentLog:
         path = directory / f"{after}.parquet"  # a transaction rolled back left one of these: written over
         schema, count = stored_schema(columns, _affinity), 0
         with pq.ParquetWriter(path, schema) as writer:
-            while rows:
-                writer.write_batch(_batch(rows, schema))
-                count += len(rows)
-                rows = cursor.fetchmany(FETCH_ROWS)
+            for batch in _batches(db, f"SELECT * FROM {_pending(table_id)} ORDER BY rowid", schema):
+                writer.write_batch(batch)
+                count += batch.num_rows
         _durable(path)
         self.store.reserve(after, count)
         db.execute(f"INSERT INTO segments VALUES (?, ?, ?, {NOW_MS}, ?)",
@@ -178,12 +195,11 @@ def export_snapshot(store, table_id: str, columns) -> tuple[int, str, int]:
     count = 0
     store.db.execute("BEGIN")
     try:
-        cursor = store.db.execute(f"SELECT 1, {names} FROM {quote(storage_name(table_id))}")
-        offset = store.latest_offset(table_id)
+        offset = store.latest_offset(table_id)  # the read transaction starts here: the rows are as of this offset
         with pq.ParquetWriter(partial, schema) as writer:
-            while rows := cursor.fetchmany(FETCH_ROWS):
-                writer.write_batch(_batch(rows, schema))
-                count += len(rows)
+            for batch in _batches(store.db, f"SELECT 1 AS diff, {names} FROM {quote(storage_name(table_id))}", schema):
+                writer.write_batch(batch)
+                count += batch.num_rows
     finally:
         store.db.execute("COMMIT")
     path = directory / f"{offset}-{partial.stem}.parquet"

@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 UNCHANGED = object()  # an unchanged TOASTed value: Postgres did not send it, the row keeps the one it has
+_BEGIN, _COMMIT, _RELATION, _INSERT, _UPDATE, _DELETE, _TRUNCATE, _NEW = b"BCRIUDTN"
+_TEXT, _NULL, _UNCHANGED = b"tnu"
+_OID, _SHORT, _INT = (struct.Struct(form).unpack_from for form in (">I", ">h", ">i"))
 
 
 @dataclass
@@ -26,13 +29,13 @@ class Relation:
         return f"{self.schema}.{self.name}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Change:
     kind: str  # 'insert', 'update', 'delete', 'truncate'
     relation: int  # oid (truncate: see `relations`)
     new: Optional[list] = None  # values by column position; None (NULL), str, or UNCHANGED
     old: Optional[list] = None  # the replica identity's old values ('K': key columns only, others None) or the row
-    relations: list[int] = field(default_factory=list)
+    relations: tuple[int, ...] = ()
 
 
 @dataclass
@@ -50,35 +53,33 @@ class Decoder:
         self._open: Optional[Transaction] = None
 
     def feed(self, data: bytes) -> Optional[Transaction]:
-        """One message; returns the transaction its Commit completes."""
-        kind = data[:1]
-        if kind == b"B":
+        """One message; returns the transaction its Commit completes. Row messages, by far the most, come first."""
+        kind = data[0]
+        if kind == _UPDATE:
+            oid = _OID(data, 1)[0]
+            old = None
+            if data[5] != _NEW:  # 'K' or 'O': the old values come first
+                old, at = _tuple(data, 6)
+                new, _ = _tuple(data, at + 1)
+            else:
+                new, _ = _tuple(data, 6)
+            self._open.changes.append(Change("update", oid, new, old))
+        elif kind == _INSERT:
+            self._open.changes.append(Change("insert", _OID(data, 1)[0], _tuple(data, 6)[0]))  # after 'N'
+        elif kind == _DELETE:
+            self._open.changes.append(Change("delete", _OID(data, 1)[0], None, _tuple(data, 6)[0]))  # after 'K'/'O'
+        elif kind == _BEGIN:
             self._open = Transaction(0, struct.unpack_from(">q", data, 9)[0])
-        elif kind == b"C":
+        elif kind == _COMMIT:
             _flags, _commit_lsn, end_lsn, ts = struct.unpack_from(">bqqq", data, 1)
             done, self._open = self._open, None
             done.end_lsn, done.commit_ts = end_lsn, ts
             return done
-        elif kind == b"R":
+        elif kind == _RELATION:
             self._relation(data)
-        elif kind == b"I":
-            oid = struct.unpack_from(">I", data, 1)[0]
-            values, _ = _tuple(data, 6)  # after 'N'
-            self._open.changes.append(Change("insert", oid, new=values))
-        elif kind == b"U":
-            oid = struct.unpack_from(">I", data, 1)[0]
-            at, old = 5, None
-            if data[at:at + 1] in (b"K", b"O"):
-                old, at = _tuple(data, at + 1)
-            new, _ = _tuple(data, at + 1)  # after 'N'
-            self._open.changes.append(Change("update", oid, new=new, old=old))
-        elif kind == b"D":
-            oid = struct.unpack_from(">I", data, 1)[0]
-            old, _ = _tuple(data, 6)  # after 'K' or 'O'
-            self._open.changes.append(Change("delete", oid, old=old))
-        elif kind == b"T":
-            count = struct.unpack_from(">I", data, 1)[0]
-            oids = list(struct.unpack_from(f">{count}I", data, 6))
+        elif kind == _TRUNCATE:
+            count = _OID(data, 1)[0]
+            oids = struct.unpack_from(f">{count}I", data, 6)
             self._open.changes.append(Change("truncate", 0, relations=oids))
         return None
 
@@ -107,20 +108,24 @@ def _string(data: bytes, at: int) -> tuple[str, int]:
 
 
 def _tuple(data: bytes, at: int) -> tuple[list, int]:
-    count = struct.unpack_from(">h", data, at)[0]
+    count = _SHORT(data, at)[0]
     at += 2
     values = []
+    append = values.append
     for _ in range(count):
-        kind = data[at:at + 1]
-        at += 1
-        if kind == b"n":
-            values.append(None)
-        elif kind == b"u":
-            values.append(UNCHANGED)
-        else:  # 't' text ('b' binary is only sent when asked for)
-            length = struct.unpack_from(">i", data, at)[0]
-            values.append(data[at + 4:at + 4 + length].decode())
-            at += 4 + length
+        kind = data[at]
+        if kind == _TEXT:
+            length = _INT(data, at + 1)[0]
+            at += 5 + length
+            append(data[at - length:at].decode())
+        elif kind == _NULL:
+            append(None)
+            at += 1
+        elif kind == _UNCHANGED:
+            append(UNCHANGED)
+            at += 1
+        else:  # 'b', binary, is only sent when asked for
+            raise ValueError(f"pgoutput sent a value of kind {chr(kind)!r}, which icesink does not ask for")
     return values, at
 
 

@@ -42,7 +42,7 @@ log = logging.getLogger("icesink.ingest")
 # changes per store transaction: changes to random keys dirty a page each, and a larger transaction writes a page
 # once for more of them (31k upserts/s at 50,000 per transaction, 84k at 250,000, into 10M rows). Postgres finishes
 # the transaction in progress: a batch may be larger.
-CHANGES_PER_PEEK = 200_000
+CHANGES_PER_PEEK = 500_000
 IDLE_SECONDS = 0.2
 STORE_CACHE_KIB = 128 << 10
 STORE_WAIT_SECONDS = 600
