@@ -1,0 +1,81 @@
+"""How fast the replication decodes pgoutput and folds the changes per key, without Postgres or the store:
+
+    .venv/bin/python bench/decode.py [--changes 200000]
+
+Builds the messages Postgres sends for `bench/postgres.py`'s change mix (half updates, a quarter deletes, a quarter
+inserts, on random keys of a 4-column table) and prints the µs per change of decoding them into whole transactions
+(engine/ingest/pgoutput.py) and of folding them per key (engine/ingest/subsource.py `stage`). A figure, not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import struct
+import sys
+import time
+import types
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from icesink.engine.ingest.pgoutput import Decoder  # noqa: E402
+from icesink.engine.ingest.subsource import Subsource  # noqa: E402
+from icesink.model.types import Column  # noqa: E402
+
+OID = 16384
+COLUMNS = (Column("id", "bigint", False), Column("a", "integer", False), Column("b", "text"),
+           Column("c", "timestamp with time zone"))
+TYPES = (20, 23, 25, 1184)
+TS = "2026-11-23 11:55:01.123456+00"
+
+
+def _tuple(values) -> bytes:
+    out = struct.pack(">h", len(values))
+    for value in values:
+        if value is None:
+            out += b"n"
+        else:
+            data = value.encode()
+            out += b"t" + struct.pack(">i", len(data)) + data
+    return out
+
+
+def messages(count: int) -> list[bytes]:
+    relation = b"R" + struct.pack(">I", OID) + b"public\0t\0d" + struct.pack(">h", len(COLUMNS))
+    for column, oid in zip(COLUMNS, TYPES):
+        relation += bytes([column.name == "id"]) + column.name.encode() + b"\0" + struct.pack(">Ii", oid, -1)
+    found = [relation, b"B" + struct.pack(">qqi", 0, 0, 1)]
+    rng, head = random.Random(1), struct.pack(">I", OID)
+    for n in range(count):
+        roll, key = rng.random(), str(rng.randrange(10_000_000))
+        if roll < 0.5:
+            found.append(b"U" + head + b"N" + _tuple([key, "1", f"row {key}", TS]))
+        elif roll < 0.75:
+            found.append(b"D" + head + b"K" + _tuple([key, None, None, None]))
+        else:
+            found.append(b"I" + head + b"N" + _tuple([str(10_000_000 + n), "0", "new", TS]))
+    return found + [b"C" + struct.pack(">bqqq", 0, 1, 2, 3)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--changes", type=int, default=200_000)
+    args = parser.parse_args()
+    sent, decoder = messages(args.changes), Decoder()
+    began = time.perf_counter()
+    transactions = [t for t in map(decoder.feed, sent) if t is not None]
+    decoded = time.perf_counter()
+    sub = Subsource(types.SimpleNamespace(id="t", descriptor=types.SimpleNamespace(columns=COLUMNS,
+                                                                                   primary_key=("id",))))
+    sub.bind(decoder.relations[OID], {})
+    folding = time.perf_counter()
+    for change in transactions[0].changes:
+        sub.stage(None, change)
+    folded = time.perf_counter()
+    print(f"{args.changes:,} changes: decoding {1e6 * (decoded - began) / args.changes:.2f} µs each, folding per key "
+          f"{1e6 * (folded - folding) / args.changes:.2f} µs each")
+
+
+if __name__ == "__main__":
+    main()
