@@ -4,9 +4,10 @@ import datetime as dt
 import json
 import random
 import time
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from pyiceberg.types import IntegerType
@@ -251,6 +252,51 @@ def test_load_generators_resume_exactly_after_a_restart(session, spark):
             if diff > 0:
                 balances[account] = balance
     assert accounts == sorted(balances.items())
+
+
+def test_tpch_generator_makes_its_snapshot_then_replaces_an_order_each_tick(runtime):
+    from icesink.engine.sources import tpch
+
+    runtime.execute("""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE SOURCE tpch FROM LOAD GENERATOR TPCH (SCALE FACTOR 0.001, TICK INTERVAL '100ms', UP TO 40)
+          FOR ALL TABLES;
+        CREATE SINK orders_lake FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'tpch', TABLE 'orders')
+          KEY (o_orderkey) ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1s');
+        CREATE SINK lineitem_lake FROM lineitem INTO ICEBERG CATALOG CONNECTION lake
+          (NAMESPACE 'tpch', TABLE 'lineitem') KEY (l_orderkey, l_linenumber) ENFORCED MODE UPSERT
+          WITH (COMMIT INTERVAL '1s');
+        CREATE SINK partsupp_lake FROM partsupp INTO ICEBERG CATALOG CONNECTION lake
+          (NAMESPACE 'tpch', TABLE 'partsupp') KEY (ps_partkey, ps_suppkey) ENFORCED MODE UPSERT
+          WITH (COMMIT INTERVAL '1s');
+    """)
+    done = lambda name: committed_offset(runtime, name) >> 32  # noqa: E731
+    wait_for(lambda: done("orders_lake") == 40 and done("lineitem_lake") == 40 and done("partsupp_lake") == 1,
+             timeout=120, what="every tick")
+    location = {name: iceberg_table(runtime, f"{name}_lake").metadata_location
+                for name in ("orders", "lineitem", "partsupp")}
+    count = tpch.counts(0.001)["orders"]
+    assert count == 1500 and duckdb_rows(location["partsupp"], "count(*)", "1") == [(800,)]
+    # from scratch: every order in the version the 39 updates left it in, and its lineitems
+    versions = np.zeros(count, np.int64)
+    for update in range(39):
+        index, version = tpch.updated_order(update, count)
+        versions[index - 1] = version
+    assert versions.sum() == 39
+    orders, lineitem = tpch._orders(np.arange(1, count + 1, dtype=np.int64), versions, tpch.counts(0.001))
+    expected = sorted(zip(orders["o_orderkey"].to_pylist(), orders["o_custkey"].to_pylist(),
+                          orders["o_totalprice"].to_pylist(), orders["o_orderdate"].to_pylist()))
+    assert duckdb_rows(location["orders"], "o_orderkey, o_custkey, o_totalprice, o_orderdate", "1") == expected
+    expected = sorted(zip(lineitem["l_orderkey"].to_pylist(), lineitem["l_linenumber"].to_pylist(),
+                          lineitem["l_partkey"].to_pylist(), lineitem["l_extendedprice"].to_pylist()))
+    assert duckdb_rows(location["lineitem"], "l_orderkey, l_linenumber, l_partkey, l_extendedprice",
+                       "1, 2") == expected
+    totals = {}  # an order's total is its lineitems' charges, as another reader sees them
+    for key, price, tax, discount in duckdb_rows(location["lineitem"], "l_orderkey, l_extendedprice, l_tax, "
+                                                 "l_discount", "1"):
+        charge = (price * (1 + tax) * (1 - discount)).quantize(Decimal("0.01"), ROUND_HALF_UP)
+        totals[key] = totals.get(key, 0) + charge
+    assert dict(duckdb_rows(location["orders"], "o_orderkey, o_totalprice", "1")) == totals
 
 
 def test_select_from_iceberg_reads_back_what_a_sink_wrote(runtime):

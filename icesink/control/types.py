@@ -1,6 +1,8 @@
 """Column types as the planner knows them, and the relations whose columns are fixed by icesink."""
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -123,7 +125,7 @@ def check_partition_field(field: ast.PartitionField, columns: dict[str, Column])
 
 def _cols(spec: str) -> tuple[Column, ...]:
     out = []
-    for item in spec.split(","):
+    for item in re.split(r",(?![^(]*\))", spec):  # not the comma of numeric(15,2)
         name, _, type_name = item.strip().partition(" ")
         out.append(Column(name, type_name, nullable=False))
     return tuple(out)
@@ -153,14 +155,14 @@ LOAD_GENERATORS: dict[str, tuple[GeneratedRelation, ...]] = {
                      "bid_time timestamp with time zone", "id"),
     ),
     "tpch": (
-        _rel("customer", "c_custkey bigint, c_name text, c_address text, c_nationkey integer, c_phone text, "
+        _rel("customer", "c_custkey bigint, c_name text, c_address text, c_nationkey bigint, c_phone text, "
                          "c_acctbal numeric(15,2), c_mktsegment text, c_comment text", "c_custkey"),
         _rel("lineitem", "l_orderkey bigint, l_partkey bigint, l_suppkey bigint, l_linenumber integer, "
                          "l_quantity numeric(15,2), l_extendedprice numeric(15,2), l_discount numeric(15,2), "
                          "l_tax numeric(15,2), l_returnflag text, l_linestatus text, l_shipdate date, "
                          "l_commitdate date, l_receiptdate date, l_shipinstruct text, l_shipmode text, "
                          "l_comment text", "l_orderkey,l_linenumber"),
-        _rel("nation", "n_nationkey integer, n_name text, n_regionkey integer, n_comment text", "n_nationkey"),
+        _rel("nation", "n_nationkey bigint, n_name text, n_regionkey bigint, n_comment text", "n_nationkey"),
         _rel("orders", "o_orderkey bigint, o_custkey bigint, o_orderstatus text, o_totalprice numeric(15,2), "
                        "o_orderdate date, o_orderpriority text, o_clerk text, o_shippriority integer, "
                        "o_comment text", "o_orderkey"),
@@ -168,8 +170,8 @@ LOAD_GENERATORS: dict[str, tuple[GeneratedRelation, ...]] = {
                      "p_container text, p_retailprice numeric(15,2), p_comment text", "p_partkey"),
         _rel("partsupp", "ps_partkey bigint, ps_suppkey bigint, ps_availqty integer, "
                          "ps_supplycost numeric(15,2), ps_comment text", "ps_partkey,ps_suppkey"),
-        _rel("region", "r_regionkey integer, r_name text, r_comment text", "r_regionkey"),
-        _rel("supplier", "s_suppkey bigint, s_name text, s_address text, s_nationkey integer, s_phone text, "
+        _rel("region", "r_regionkey bigint, r_name text, r_comment text", "r_regionkey"),
+        _rel("supplier", "s_suppkey bigint, s_name text, s_address text, s_nationkey bigint, s_phone text, "
                          "s_acctbal numeric(15,2), s_comment text", "s_suppkey"),
     ),
 }

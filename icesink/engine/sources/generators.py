@@ -2,23 +2,27 @@
 are a function of (generator, options, t), so a restart that resumes at a committed tick produces exactly the rows
 after it.
 
-Offsets: tick << 20 | sequence within the tick; a batch always holds whole ticks.
+Offsets: tick << 20 | sequence within the tick (TPCH: << 32, for its snapshot is one tick of millions of rows); a
+batch always holds whole ticks.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
 import time
 
+import numpy as np
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from ..failures import Unsupported
 from ...model.frontier import Offset
+from . import tpch
 from .base import Input
 from .engine_table import DIFF, OFFSET, TS, change_schema
 
 TICK_BITS = 20
+TPCH_TICK_BITS = 32
 DEFAULT_TICK_MS = 1000  # Materialize's default TICK INTERVAL
 TICKS_PER_PARTITION = 50
 ORGANIZATIONS, USERS, BIDS_PER_TICK = 10, 100, 3
@@ -94,10 +98,22 @@ def key_value_batch(options: dict, start_ms: int, first_tick: int, last_tick: in
                      np.ones(len(n), np.int32), start_ms + (tick - 1) * tick_ms], schema=schema)
 
 
+def tick_bits(generator: str) -> int:
+    return TPCH_TICK_BITS if generator == "tpch" else TICK_BITS
+
+
 class TickRange(InputPartition):
     def __init__(self, after: int, upto: int):
         super().__init__((after, upto))
         self.after, self.upto = after, upto
+
+
+class SnapshotPiece(InputPartition):
+    """Part of TPCH's snapshot (tpch.snapshot_parts): units first..last, its first row at sequence `sequence`."""
+
+    def __init__(self, first: int, last: int, sequence: int):
+        super().__init__((first, last))
+        self.first, self.last, self.sequence = first, last, sequence
 
 
 class GeneratorSource(DataSource):
@@ -120,10 +136,12 @@ class GeneratorReader(DataSourceStreamReader):
         self.relation = options.get("relation", "")
         self.settings = json.loads(options["settings"])
         self.start_ms = int(options["start_ms"])
-        self.start_tick = int(options.get("start", "0")) >> TICK_BITS
+        self.columns = json.loads(options["columns"])
+        self.bits = tick_bits(self.generator)
+        self.start_tick = int(options.get("start", "0")) >> self.bits
 
     def _offset(self, tick: int) -> dict:
-        return {"offset": (tick << TICK_BITS) | ((1 << TICK_BITS) - 1) if tick else 0}
+        return {"offset": (tick << self.bits) | ((1 << self.bits) - 1) if tick else 0}
 
     def initialOffset(self) -> dict:
         return self._offset(self.start_tick)
@@ -134,15 +152,25 @@ class GeneratorReader(DataSourceStreamReader):
         tick = max(0, elapsed // tick_ms + 1)
         if "up_to" in self.settings:
             tick = min(tick, self.settings["up_to"])
+        if self.generator == "tpch" and "tick_interval_ms" not in self.settings:
+            tick = min(tick, tpch.SNAPSHOT_TICK)  # as Materialize's: without a TICK INTERVAL, the snapshot alone
         return self._offset(max(tick, self.start_tick))
 
     def partitions(self, start: dict, end: dict):
-        after, upto = start["offset"] >> TICK_BITS, end["offset"] >> TICK_BITS
+        after, upto = start["offset"] >> self.bits, end["offset"] >> self.bits
+        parts = []
+        if self.generator == "tpch" and after < tpch.SNAPSHOT_TICK <= upto:  # generated on every executor
+            scale = self.settings.get("scale_factor", 0.01)
+            parts = [SnapshotPiece(*piece) for piece in tpch.snapshot_parts(self.relation, scale)]
+            after = tpch.SNAPSHOT_TICK
         bounds = list(range(after, upto, TICKS_PER_PARTITION)) + [upto]
-        return [TickRange(a, b) for a, b in zip(bounds, bounds[1:])]
+        return parts + [TickRange(a, b) for a, b in zip(bounds, bounds[1:])]
 
     def read(self, partition: TickRange):
         tick_ms = self.settings.get("tick_interval_ms", DEFAULT_TICK_MS)
+        if self.generator == "tpch":
+            yield from self._tpch(partition, tick_ms)
+            return
         if self.generator == "key value":  # large by design: Arrow batches, not Python rows
             for first in range(partition.after + 1, partition.upto + 1):
                 yield from key_value_batch(self.settings, self.start_ms, first, first).to_batches(ARROW_ROWS)
@@ -153,6 +181,29 @@ class GeneratorReader(DataSourceStreamReader):
                                                                  self.start_ms, tick)):
                 yield (*values, (tick << TICK_BITS) | sequence, diff, ts)
 
+    def _tpch(self, partition, tick_ms: int):
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        schema = to_arrow_schema(change_schema(self.columns), timezone="UTC")
+        scale = self.settings.get("scale_factor", 0.01)
+
+        def batch(columns: dict, tick: int, sequence: int, diffs):
+            count = len(diffs)
+            arrays = [columns[c["name"]].cast(schema.field(i).type) for i, c in enumerate(self.columns)]
+            arrays += [pa.array(np.arange(sequence, sequence + count, dtype=np.int64) | (tick << self.bits)),
+                       pa.array(diffs, pa.int32()), pa.array(np.full(count, self.start_ms + (tick - 1) * tick_ms))]
+            return pa.RecordBatch.from_arrays(arrays, schema=schema)
+        if isinstance(partition, SnapshotPiece):
+            columns = tpch.snapshot_rows(self.relation, scale, partition.first, partition.last)
+            count = len(next(iter(columns.values())))
+            yield batch(columns, tpch.SNAPSHOT_TICK, partition.sequence, np.ones(count, np.int32))
+            return
+        for tick in range(partition.after + 1, partition.upto + 1):
+            found = tpch.update_rows(self.relation, scale, tick)
+            if found is not None:
+                yield batch(found[0], tick, 0, found[1])
+
     def commit(self, end: dict) -> None:
         """Nothing to forget: the rows of any tick can be generated again."""
 
@@ -161,24 +212,29 @@ class GeneratorInput(Input):
     def __init__(self, catalog, relation, origin):
         super().__init__(catalog, relation, origin)
         self.generator = origin.descriptor.generator
-        if self.generator == "tpch":
-            raise Unsupported("sinks from LOAD GENERATOR TPCH are not supported yet")
         # KEY VALUE sets each key to a new value: an upsert stream, like Materialize's
         self.upsert_stream = self.generator == "key value"
 
     def end(self) -> Offset | None:
         """The offset of the last change of the relation up to UP TO's tick (a relation may have none in a tick)."""
         settings = self.origin.descriptor.settings
+        if self.generator == "tpch" and settings.tick_interval_ms is None:  # the snapshot alone
+            settings = dataclasses.replace(settings, up_to=tpch.SNAPSHOT_TICK if settings.up_to is None
+                                           else min(settings.up_to, tpch.SNAPSHOT_TICK))
         if settings.up_to is None:
             return None
         if self.generator == "key value":
             return Offset((settings.up_to << TICK_BITS) | ((settings.batch_size or 1) - 1)) if settings.up_to \
                 else Offset(0)
         upstream = getattr(self.relation.descriptor, "upstream", None) if self.relation is not self.origin else ""
+        bits = tick_bits(self.generator)
         for tick in range(settings.up_to, 0, -1):
-            count = sum(1 for _ in tick_rows(self.generator, upstream or "", settings.to_json(), 0, tick))
+            if self.generator == "tpch":
+                count = tpch.rows_in_tick(upstream, settings.scale_factor or 0.01, tick)
+            else:
+                count = sum(1 for _ in tick_rows(self.generator, upstream or "", settings.to_json(), 0, tick))
             if count:
-                return Offset((tick << TICK_BITS) | (count - 1))
+                return Offset((tick << bits) | (count - 1))
         return Offset(0)
 
     def stream(self, spark, start: Offset):
