@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.json as pjson
 import pyarrow.parquet as pq
 
-from ..model.types import Column, base_type, column_decoder
+from ..model.types import Column, column_decoder
 
 SEGMENTS_DIR = "segments"
 SNAPSHOTS_DIR = "snapshots"
@@ -83,8 +83,10 @@ def _durable(path: Path) -> None:
             os.close(descriptor)
 
 
-def _pending(table_id: str) -> str:
-    return f'temp."pending_{table_id}"'
+def _pending(table_id: str, qualified: bool = True) -> str:
+    """The in-memory table of a followed table's changes; a trigger's body may not name its schema (temp is
+    searched first)."""
+    return f'{"temp." if qualified else ""}"pending_{table_id}"'
 
 
 class SegmentLog:
@@ -109,8 +111,7 @@ class SegmentLog:
 
         def entry(diff: int, row: str) -> str:
             values = ", ".join(f"{row}.{quote(c.name)}" for c in columns)
-            # unqualified: a trigger may not name a schema, and temp is searched first
-            return f'INSERT INTO "pending_{table_id}" (diff, {names}) VALUES ({diff}, {values});'
+            return f"INSERT INTO {_pending(table_id, qualified=False)} (diff, {names}) VALUES ({diff}, {values});"
         for event, body in (("INSERT", entry(1, "NEW")), ("DELETE", entry(-1, "OLD")),
                             ("UPDATE", entry(-1, "OLD") + entry(1, "NEW"))):
             trigger = quote(f"segment_{table_id}_{event.lower()}")
@@ -241,7 +242,7 @@ def spark_batches(path: str, skip: int, take: int, first: int, ts: int, columns:
 def _spark_array(values: pa.Array, column: dict, target: pa.DataType, first: int) -> pa.Array:
     type_name = column["type"]
     try:
-        if base_type(type_name) in _CAST and type_name == base_type(type_name):
+        if type_name in _CAST:  # a bare type name: numeric(p,s), arrays and the like are decoded
             return values.cast(target, safe=not pa.types.is_floating(target))
         return pa.array(column_decoder(type_name)(values.to_pylist()), type=target)
     except (ValueError, TypeError, OverflowError, pa.ArrowException) as exc:
