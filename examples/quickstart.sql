@@ -23,6 +23,16 @@ CREATE SINK orders_lake FROM orders
   KEY (id) MODE UPSERT
   WITH (COMMIT INTERVAL = '2s');
 
+-- A materialized view of the orders per customer, kept in Iceberg: each commit recomputes the customers whose
+-- orders changed (a deleted order lowers its customer's count; a customer left without orders is deleted).
+CREATE MATERIALIZED VIEW customer_totals AS
+SELECT customer, count(*) AS orders, sum(amount) AS total FROM orders GROUP BY customer;
+
+CREATE SINK customer_totals_lake FROM customer_totals
+  INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE = 'shop', TABLE = 'customer_totals')
+  KEY (customer) MODE UPSERT
+  WITH (COMMIT INTERVAL = '2s', WRITE MODE = 'merge-on-read');
+
 SHOW SINKS;
 
 -- The sinks start on Spark (a few seconds), create their tables, and commit every two seconds.
@@ -35,6 +45,14 @@ SELECT count(*) AS bids_in_iceberg, max(id) AS newest_bid FROM ICEBERG lake.auct
 \watch 3 4
 
 SELECT * FROM ICEBERG lake.shop.orders ORDER BY id;
+
+-- Grace orders again and Ada's order goes: the view's sink writes both customers' new rows, and deletes Ada's.
+INSERT INTO orders VALUES (4, 'grace', 30.00);
+DELETE FROM orders WHERE id = 1;
+SELECT * FROM customer_totals ORDER BY customer;
+\watch 3 2
+
+SELECT * FROM ICEBERG lake.shop.customer_totals ORDER BY customer;
 
 SELECT s.name, st.status, st.error FROM mz_sinks s JOIN mz_internal.mz_sink_statuses st ON s.id = st.id
 ORDER BY s.name;

@@ -1,5 +1,6 @@
 """The icesink command: parse, -f, -c, standard input, and the quickstart."""
 import subprocess
+from decimal import Decimal
 from pathlib import Path
 
 import icesink
@@ -61,6 +62,10 @@ def test_quickstart_runs_and_fills_the_iceberg_tables(data_dir):
     header = lines.index(["bids_in_iceberg", "newest_bid"])
     counts = [int(line[0]) for line in lines[header:] if len(line) == 2 and line[0].isdigit()]
     assert counts[-1] > 0 and counts == sorted(counts)  # the table fills as the generator ticks
+    # the view's Iceberg table, read last: Ada's one order was deleted, so her row is too
+    totals = lines[len(lines) - lines[::-1].index(["customer", "orders", "total"]):]
+    customers = [line for line in totals if len(line) == 3 and line[0] in ("ada", "grace", "edsger")]
+    assert [(c, int(n), Decimal(t)) for c, n, t in customers] == [("grace", 2, Decimal("37.25"))]
 
 
 def test_spark_settings_apply_to_an_early_select_from_iceberg(tmp_path, data_dir):

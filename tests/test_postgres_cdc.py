@@ -604,3 +604,42 @@ def test_select_from_a_source_not_copied_yet_says_so(session, upstream):
     assert error_of(session, "SELECT * FROM orders").message == ("'orders' cannot be read yet: its source has not copied its tables yet; it can "
                                      "once the source has run (icesink serve, or a shell or script that runs the sinks "
                                      "and sources)")
+
+
+VIEWS = """
+CREATE MATERIALIZED VIEW per_note AS
+  SELECT note, count(*) AS n, sum(amount) AS total, max(amount) AS top FROM orders GROUP BY note;
+CREATE MATERIALIZED VIEW big_orders AS SELECT id, amount FROM orders WHERE amount > 300;
+CREATE SINK per_note_lake FROM per_note INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'per_note')
+  KEY (note) MODE UPSERT WITH (COMMIT INTERVAL '1s', WRITE MODE 'merge-on-read');
+CREATE SINK big_orders_lake FROM big_orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'big')
+  KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+"""
+PER_NOTE = "(SELECT note, count(*) AS n, sum(amount) AS total, max(amount) AS top FROM orders GROUP BY note) v"
+
+
+def test_sinks_on_views_over_a_replicated_table_hold_what_postgres_computes(session, scheduler, upstream):
+    """The views' Iceberg tables follow the copy (read from its base), then the changes (from segments), as the
+    views' queries evaluated by Postgres itself say."""
+    with upstream.admin("shop") as admin:
+        admin.execute("INSERT INTO orders SELECT n, n * 1.5, 'note ' || (n % 7) FROM generate_series(1, 500) n")
+    session.execute(SETUP.format(password=PASSWORD, port=upstream.port) + VIEWS)
+
+    def views_in_sync():
+        per_note = in_sync(session, upstream, sink="per_note_lake", table=PER_NOTE, columns="note, n, total, top")
+        big = in_sync(session, upstream, sink="big_orders_lake", table="orders WHERE amount > 300",
+                      columns="id, amount")
+        return per_note, big
+    per_note, big = views_in_sync()
+    assert len(per_note) == 7 and len(big) == 300
+    with upstream.admin("shop") as admin:
+        admin.execute("INSERT INTO orders VALUES (1001, 999.00, 'new'), (1002, 1.00, 'new')")
+        admin.execute("UPDATE orders SET note = 'note 1', amount = amount + 100 WHERE id % 5 = 0")  # groups move
+        admin.execute("UPDATE orders SET id = 2000 WHERE id = 400")  # a changed primary key
+        admin.execute("DELETE FROM orders WHERE note = 'note 3'")  # a whole group goes
+    per_note, big = views_in_sync()
+    assert "note 3" not in {r[0] for r in per_note} and (2000, 700) in big
+    with upstream.admin("shop") as admin:
+        admin.execute("TRUNCATE orders")
+        admin.execute("INSERT INTO orders VALUES (1, 500.00, 'after truncate')")
+    assert views_in_sync() == ([("after truncate", 1, 500, 500)], [(1, 500)])

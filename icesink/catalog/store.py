@@ -215,6 +215,18 @@ class Catalog:
             " JOIN objects o ON o.id = d.object_id WHERE d.depends_on = ? ORDER BY o.seq", (object_id,))
         return [self._row(r) for r in rows]
 
+    def sinks_reading(self, object_id: str) -> set[str]:
+        """The ids of the sinks that read the relation's changes: from it, or from materialized views over it."""
+        found, seen, pending = set(), {object_id}, [object_id]
+        while pending:
+            for dependent in self.dependents(pending.pop()):
+                if dependent.kind == "sink":
+                    found.add(dependent.id)
+                elif dependent.kind == "materialized-view" and dependent.id not in seen:
+                    seen.add(dependent.id)
+                    pending.append(dependent.id)
+        return found
+
     # ------------------------------------------------------------ status and settings
     def record_status(self, object_id: str, object_kind: str, status: str, error: Optional[str] = None,
                       details: Optional[dict] = None, replica_id: Optional[str] = None) -> None:

@@ -17,6 +17,7 @@ from .intervals import parse_interval_ms
 from .plans import CreatePlan
 from .query import Relation
 from .types import check_partition_field, key_type_problem
+from .view_inputs import plan_view_input
 
 MIN_COMMIT_INTERVAL_MS = 1000
 MAX_COMMIT_INTERVAL_MS = 86_400_000  # a day: a sink that commits less often is not keeping a table in sync
@@ -232,6 +233,9 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
         relation.columns, aws_id, write_mode(with_options, stmt.mode))
     descriptor = dataclasses.replace(descriptor, fold=fold_policy(with_options, FoldPolicy(),
                                                                   descriptor.writer == "merge-on-read"))
+    if input_obj.kind == "materialized-view":
+        descriptor = dataclasses.replace(descriptor, view=plan_view_input(binder, input_obj, descriptor.key,
+                                                                          stmt.mode, stmt.input.pos))
     return CreatePlan("sink", "iceberg", stmt.name.name, statement_sql(stmt), statement_sql(stmt, redacted=True),
                       descriptor, tuple(dict.fromkeys(depends)),
                       stmt.cluster.value if stmt.cluster else "default", connection.id, stmt.mode)
@@ -261,7 +265,9 @@ def alter_sink_input(binder: Binder, sink: CatalogObject, action: ast.SetFrom) -
             raise PlanError(exc.message, action.relation.pos) from None
     depends = (new.id, descriptor.connection_id) + ((descriptor.aws_connection_id,)
                                                     if descriptor.aws_connection_id else ())
-    return (dataclasses.replace(descriptor, input_id=new.id, columns=relation.columns,
+    view = plan_view_input(binder, new, descriptor.key, descriptor.mode, action.relation.pos) \
+        if new.kind == "materialized-view" else None
+    return (dataclasses.replace(descriptor, input_id=new.id, columns=relation.columns, view=view,
                                 first_input_id=descriptor.unnamed_input_id), statement, depends)
 
 

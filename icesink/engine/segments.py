@@ -34,7 +34,7 @@ FETCH_ROWS = 100_000
 SNAPSHOT_HOURS = 1  # a snapshot is read by one sink's first batch; one left by a sink dropped before it committed
 _ARROW = {"INTEGER": pa.int64(), "REAL": pa.float64(), "TEXT": pa.string()}
 # read back as Arrow casts them to the sink's Spark type (the rest are decoded a value at a time)
-_CAST = {"smallint", "integer", "bigint", "uint2", "uint4", "text", "jsonb", "uuid", "interval", "time", "boolean",
+CAST = {"smallint", "integer", "bigint", "uint2", "uint4", "text", "jsonb", "uuid", "interval", "time", "boolean",
          "real", "double precision"}
 
 
@@ -242,7 +242,7 @@ def spark_batches(path: str, skip: int, take: int, first: int, ts: int, columns:
 def _spark_array(values: pa.Array, column: dict, target: pa.DataType, first: int) -> pa.Array:
     type_name = column["type"]
     try:
-        if type_name in _CAST:  # a bare type name: numeric(p,s), arrays and the like are decoded
+        if type_name in CAST:  # a bare type name: numeric(p,s), arrays and the like are decoded
             return values.cast(target, safe=not pa.types.is_floating(target))
         return pa.array(column_decoder(type_name)(values.to_pylist()), type=target)
     except (ValueError, TypeError, OverflowError, pa.ArrowException) as exc:

@@ -315,6 +315,37 @@ class ViewDescriptor:
         return cls(data["query_sql"], _columns(data.get("columns")), tuple(tuple(k) for k in data.get("unique_keys", ())))
 
 
+# ---------------------------------------------------------------- a sink's view input
+@dataclass(frozen=True)
+class ViewInput:
+    """How a sink keeps a materialized view over one relation (`input_id`) up to date, as SQLite statements over
+    icesink's store planned at CREATE SINK (engine/sources/view.py runs them): the view's key as expressions over
+    the input (its GROUP BY, else the input's primary key). A batch loads its changes' `changed_columns` into
+    temp._icesink_changes, `touched_sql` finds the keys they touch (with the newest offset and time of each), and
+    `query_sql` computes the view's rows for those keys alone, each followed by its key (_icesink_g0, …).
+    `key_outputs`: for each of the view's columns, which key expression it is (None: not one), to write a key's
+    deletion. `index_keys`: the key's expressions as an index of the input takes them, for `query_sql` to look each
+    touched key up by."""
+    input_id: str
+    changed_columns: tuple[str, ...]
+    touched_sql: str
+    query_sql: str
+    key_outputs: tuple[Optional[int], ...]
+    index_keys: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"input_id": self.input_id, "changed_columns": list(self.changed_columns),
+                "touched_sql": self.touched_sql, "query_sql": self.query_sql, "key_outputs": list(self.key_outputs),
+                "index_keys": list(self.index_keys)}
+
+    @classmethod
+    def from_json(cls, data: Optional[dict]) -> Optional["ViewInput"]:
+        if data is None:
+            return None
+        return cls(data["input_id"], tuple(data["changed_columns"]), data["touched_sql"], data["query_sql"],
+                   tuple(data["key_outputs"]), tuple(data.get("index_keys", ())))
+
+
 # ---------------------------------------------------------------- sinks
 @dataclass(frozen=True)
 class PartitionField:
@@ -377,6 +408,7 @@ class SinkDescriptor:
     fold: FoldPolicy = FoldPolicy()  # merge-on-read's
     # the input before the first ALTER SINK … SET FROM: the one progress written without its input's id counts
     first_input_id: Optional[str] = None
+    view: Optional[ViewInput] = None  # when the input is a materialized view: how its changes are computed
 
     @property
     def unnamed_input_id(self) -> str:
@@ -410,7 +442,8 @@ class SinkDescriptor:
                 "key_checked": self.key_checked, "partition_by": [p.to_json() for p in self.partition_by],
                 "commit_interval_ms": self.commit_interval_ms, "columns": _columns_json(self.columns),
                 "write_mode": self.write_mode, "fold": self.fold.to_json(),
-                **({"first_input_id": self.first_input_id} if self.first_input_id else {})}
+                **({"first_input_id": self.first_input_id} if self.first_input_id else {}),
+                **({"view": self.view.to_json()} if self.view else {})}
 
     # the JSON paths of the Iceberg table a sink writes, for the catalog to look sinks up by it in SQL
     TABLE_PATHS = ("$.namespace", "$.table")
@@ -423,7 +456,7 @@ class SinkDescriptor:
                    data.get("key_checked", True), tuple(PartitionField.from_json(p) for p in data.get("partition_by", ())),
                    _columns(data.get("columns")), data.get("aws_connection_id"),
                    data.get("write_mode", "copy-on-write"), FoldPolicy.from_json(data.get("fold")),
-                   data.get("first_input_id"))
+                   data.get("first_input_id"), ViewInput.from_json(data.get("view")))
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,7 @@ class PostgresIngestion:
         try:
             for sub in self.subsources.values():
                 def readers(table_id=sub.obj.id) -> set[str]:
-                    return {o.id for o in catalog.dependents(table_id) if o.kind == "sink"}
+                    return catalog.sinks_reading(table_id)
                 removed = segments.prune(store, sub.obj.id, readers)
                 if removed:
                     log.debug("source %s: %d segments of %s deleted", self.source.name, removed, sub.obj.name)

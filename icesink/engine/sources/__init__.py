@@ -4,19 +4,27 @@ Adding a kind (Postgres, a view, files, Kafka) is adding a module here and a lin
 from __future__ import annotations
 
 from ...catalog.store import Catalog, CatalogObject
+from ...model.descriptors import ViewInput
 from ..failures import Unsupported
 from .base import Input, ProgressBehindInput
 from .engine_table import EngineTableInput
 from .generators import GeneratorInput
 from .postgres import PostgresSubsourceInput
+from .view import MaterializedViewInput
 
 # by the type of the object whose changes a sink reads: an engine table's own, a source's (for its subsources and the
 # tables created from it)
 INPUTS = {"table": EngineTableInput, "load-generator": GeneratorInput, "postgres": PostgresSubsourceInput}
 
 
-def input_for(catalog: Catalog, relation: CatalogObject) -> Input:
-    """The input a sink reads from `relation` (a table, a source or a subsource)."""
+def input_for(catalog: Catalog, relation: CatalogObject, view: ViewInput | None = None) -> Input:
+    """The input a sink reads from `relation` (a table, a source, a subsource, or a materialized view, which
+    `view` says how to compute: the sink's descriptor has it)."""
+    if relation.kind == "materialized-view":
+        if view is None:
+            raise Unsupported(f"this sink was created before sinks on materialized views ran: recreate it to read "
+                              f"'{relation.name}'")
+        return MaterializedViewInput(catalog, relation, view, input_for(catalog, catalog.get_by_id(view.input_id)))
     origin_id = getattr(relation.descriptor, "source_id", None)
     origin = catalog.get_by_id(origin_id) if origin_id else relation
     kind = INPUTS.get(origin.type)

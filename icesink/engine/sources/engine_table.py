@@ -229,6 +229,8 @@ def _undecodable(columns: list[dict], chunk, index: int) -> str:
 
 
 class EngineTableInput(Input):
+    replicated = False  # a table a source replicates: a sink that starts below its log's floor reads a snapshot
+
     def __init__(self, catalog, relation, origin):
         super().__init__(catalog, relation, origin)
         self.log = TableStore(catalog.data_dir)
@@ -240,7 +242,7 @@ class EngineTableInput(Input):
         return (spark.readStream.format(EngineTableSource.name())
                 .option("data_dir", str(Path(self.catalog.data_dir).resolve())).option("table_id", self.relation.id)
                 .option("columns", json.dumps([c.as_dict() for c in self.relation.descriptor.columns]))
-                .option("start", str(start.offset)))
+                .option("start", str(start.offset)).option("replicated", str(self.replicated).lower()))
 
     def holds_changes_after(self, frontier: Offset) -> bool:
         return self.log.latest_offset(self.relation.id, len(self.relation.descriptor.columns)) > frontier.offset
@@ -262,7 +264,7 @@ class EngineTableInput(Input):
         def readers() -> set[str]:  # the table's sinks as the compaction goes (a connection of its own thread's)
             catalog = Catalog(data_dir)
             try:
-                return {o.id for o in catalog.dependents(table_id) if o.kind == "sink"}
+                return catalog.sinks_reading(table_id)
             finally:
                 catalog.close()
 

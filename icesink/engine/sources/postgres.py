@@ -10,15 +10,14 @@ from .engine_table import EngineTableInput
 
 
 class PostgresSubsourceInput(EngineTableInput):
+    replicated = True
+
     def __init__(self, catalog, relation, origin):
         if relation.kind == "source":
             raise UnreadableInput(f"source '{relation.name}' is read through its subsources: CREATE SINK … FROM one "
                                   f"of them (SHOW SUBSOURCES ON {relation.name}), or from a table created with CREATE "
                                   f"TABLE … FROM SOURCE {relation.name} (REFERENCE …)")
         super().__init__(catalog, relation, origin)
-
-    def stream(self, spark, start):
-        return self._reader(spark, start).option("replicated", "true").load()
 
     def acknowledge(self, sink_id: str, frontier) -> None:
         self.log.acknowledge(sink_id, self.relation.id, frontier.offset)

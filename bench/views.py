@@ -1,0 +1,168 @@
+"""Seed 004's `user_activity_summary` kept in Iceberg by a sink while its input receives changes, through the whole
+engine (statements, the table's change log, the scheduler, Spark, the view's recomputation, the committer):
+
+    .venv/bin/python bench/views.py [--rows 10000000,1000000] [--rate 50000] [--seconds 60] [--users 100000]
+        [--write-mode merge-on-read|copy-on-write]
+
+For each input size: fills `user_events` (`INSERT … SELECT … FROM generate_series`: --users users, timestamps over
+a day), creates the view and a sink on it (COMMIT INTERVAL 5 s), waits for the first batch (the whole view), then
+a writing client (a process of its own) updates --rate events once a second (a range of ids, moving each to
+another hour and session: two groups touched per change) for --seconds. Prints the changes a second offered (what
+the store took) and committed, the batch times after the first (p50, p95), freshness (from an UPDATE's commit in
+the table to the sink's commit that covers it: p50, p95), and a batch's time per change; that of the largest input
+against the smallest's says whether the cost follows the changes or the input.
+A figure, not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("ICESINK_SECRET_STORE", "file")
+
+import icesink  # noqa: E402
+from bench.stats import percentile  # noqa: E402
+from icesink.engine.scheduler import Scheduler  # noqa: E402
+from icesink.engine.spark import get_spark  # noqa: E402
+
+BATCH = re.compile(r"committed (\d+) changes up to \D*(\d+)\D* in ([\d.]+)s")
+
+SETUP = """
+CREATE TABLE user_events (id bigint NOT NULL, user_id bigint, session_id text, event_timestamp timestamp,
+  PRIMARY KEY (id));
+INSERT INTO user_events SELECT n, (n * 7919) % {users}, 's' || (n % 50),
+  datetime(1793491200 + (n * 104729) % 86400, 'unixepoch') FROM generate_series(1, {rows}) AS n;
+CREATE MATERIALIZED VIEW user_activity_summary AS
+SELECT user_id, DATE_TRUNC('hour', event_timestamp) AS hour, COUNT(*) AS event_count,
+       COUNT(DISTINCT session_id) AS session_count, MAX(event_timestamp) AS last_event_time
+FROM user_events GROUP BY user_id, DATE_TRUNC('hour', event_timestamp);
+CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+CREATE SINK user_activity_iceberg FROM user_activity_summary INTO ICEBERG CATALOG CONNECTION lake
+  (NAMESPACE 'analytics', TABLE 'user_activity') KEY (user_id, hour) MODE UPSERT WITH (COMMIT INTERVAL '5s', WRITE MODE '{mode}');
+"""
+
+
+class Recorder(logging.Handler):
+    """The sink's commits as it logs them: (time, offset covered, seconds)."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.batches = []
+
+    def emit(self, record):
+        found = BATCH.search(record.getMessage())
+        if found is not None:
+            self.batches.append((time.time(), int(found[2]), float(found[3])))
+
+
+def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str) -> float:
+    """One input size; returns the median time a batch takes per change."""
+    recorder = Recorder()
+    logging.getLogger("icesink.sink").addHandler(recorder)
+    data_dir = Path(tempfile.mkdtemp(prefix="icesink-bench-views-"))
+    session = icesink.connect(data_dir)
+    try:
+        started = time.time()
+        session.execute(SETUP.format(rows=rows, users=users, mode=mode))
+        table_id = session.catalog.get("user_events").id
+        print(f"{rows:,} events of {users:,} users loaded in {time.time() - started:.1f}s", flush=True)
+        scheduler = Scheduler(data_dir, session.executor.secret_value, lambda: spark)
+        started = time.time()
+        scheduler.start()
+        try:
+            while not recorder.batches:
+                time.sleep(0.5)
+            groups = session.execute("SELECT count(*) FROM user_activity_summary")[-1].rows[0][0]
+            print(f"first batch (index built, every group written: {groups:,} rows): "
+                  f"{time.time() - started:.1f}s", flush=True)
+            # the writing client is a process of its own, as an application's would be
+            writer = subprocess.run([sys.executable, __file__, "--write", str(data_dir), str(rows), str(rate),
+                                     str(seconds)], capture_output=True, text=True, check=True)
+            made = [tuple(json.loads(line)) for line in writer.stdout.splitlines()]
+            offered = sum(n for _, _, n in made) / (made[-1][0] - made[0][0] + 1)
+            deadline = time.time() + 300
+            while recorder.batches[-1][1] < made[-1][1] and time.time() < deadline:
+                time.sleep(0.5)
+        finally:
+            scheduler.stop()
+        batches = recorder.batches[1:]
+        fresh = []
+        for at, offset, _ in made:
+            covering = next((t for t, upto, _ in batches if upto >= offset), None)
+            if covering is not None:
+                fresh.append(covering - at)
+        caught_up = next((t for t, upto, _ in batches if upto >= made[-1][1]), None)
+        committed = sum(n for _, _, n in made) / (caught_up - made[0][0] + 1) if caught_up else 0
+        times = [s for _, _, s in batches]
+        median = statistics.median(times)
+        # a change is an event updated: two entries of the table's log (its old row and its new)
+        per_change = statistics.median(s / ((upto - before) / 2) * 1e6 for (_, before, _), (_, upto, s)
+                                       in zip(recorder.batches, batches) if upto > before)
+        print(f"input {rows:,} rows, {mode}: {rate:,} changes/s offered for {seconds}s ({offered:,.0f}/s measured), "
+              f"{committed:,.0f}/s committed end to end; {len(times)} batches after the first: p50 {median:.2f}s, "
+              f"p95 {percentile(times, 0.95):.2f}s, worst {max(times):.2f}s; freshness p50 "
+              f"{statistics.median(fresh):.1f}s, p95 {percentile(fresh, 0.95):.1f}s "
+              f"({len(fresh)} of {len(made)} updates committed); a batch takes {per_change:.1f} µs a change "
+              "(median over the batches)", flush=True)
+        return per_change
+    finally:
+        logging.getLogger("icesink.sink").removeHandler(recorder)
+        session.close()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def write(data_dir: str, rows: int, rate: int, seconds: int) -> None:
+    """The writing client: once a second, `rate` events move to another hour and session; prints, per UPDATE, the
+    time it committed, the table's offset then, and the rows it changed."""
+    with icesink.connect(data_dir) as session:
+        table_id = session.catalog.get("user_events").id
+        ends, statement = time.time() + seconds, 0
+        while time.time() < ends:
+            tick = time.time()
+            first = 1 + (statement * rate) % rows
+            session.execute(f"UPDATE user_events SET session_id = 'u{statement}', event_timestamp = "
+                            f"'2026-11-02 {statement % 24:02d}:30:00' WHERE id >= {first} AND id < {first + rate}")
+            print(json.dumps([time.time(), session.tables.latest_offset(table_id), min(rate, rows + 1 - first)]),
+                  flush=True)
+            statement += 1
+            time.sleep(max(0.0, 1 - (time.time() - tick)))
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--write"]:
+        data_dir, rows, rate, seconds = sys.argv[2:6]
+        write(data_dir, int(rows), int(rate), int(seconds))
+        return
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", default="10000000,1000000")
+    parser.add_argument("--users", type=int, default=100_000)
+    parser.add_argument("--rate", type=int, default=50_000, help="events updated a second")
+    parser.add_argument("--seconds", type=int, default=60)
+    parser.add_argument("--write-mode", choices=("merge-on-read", "copy-on-write"), default="merge-on-read",
+                        help="the view's groups change all over its key space, which merge-on-read writes best")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("icesink.sink").setLevel(logging.INFO)
+    spark = get_spark()
+    medians = {rows: run(spark, rows, args.users, args.rate, args.seconds, args.write_mode)
+               for rows in (int(r) for r in args.rows.split(","))}
+    if len(medians) > 1:
+        largest, smallest = max(medians), min(medians)
+        print(f"a batch's time per change over {largest:,} input rows / over {smallest:,}: "
+              f"{medians[largest] / medians[smallest]:.2f}x (target ≤ 1.5x: the cost follows the changes)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""Input kind 'materialized-view': a view over one table of icesink's store (an engine table, or a table a Postgres
+source replicates), brought up to date from that table's changes. The sink reads the table's changes as it would
+(the same offsets, acknowledgements and snapshots); each partition of them, on an executor, finds the view's keys
+they touch and recomputes the view's rows for those keys alone from the table's current rows, in one SQLite
+statement (the planner wrote it: control/view_inputs.py). A key with a row is an upsert; a key left without one
+(its last input row deleted, or filtered out by WHERE or HAVING) is a deletion. The table is indexed on the view's
+key, so a batch reads the rows of the keys its changes touch, not the whole table.
+
+The rows are those of a state of the table at or after the batch's frontier: a later change is read again by the
+next batch, which recomputes its keys again, so the Iceberg table converges on the view, and a restart from the
+committed frontier recomputes whatever a lost batch touched."""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import sqlite3
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Callable
+
+from ...catalog.store import Catalog, CatalogObject
+from ...model.descriptors import ViewInput
+from ...model.types import Column, decoder
+from ..segments import CAST
+from ..tables import _affinity, quote, storage_name
+from .base import Input
+from .engine_table import (ROWS_PER_BATCH, BaseRange, EngineTableInput, EngineTableReader, EngineTableSource,
+                           OffsetRange, SegmentRange, change_schema)
+
+CHANGES, TOUCHED = "_icesink_changes", "_icesink_touched"
+log = logging.getLogger("icesink.sink")
+
+
+class ViewSource(EngineTableSource):
+    """The options of EngineTableSource for the view's input, and `view` (ViewInput's JSON) and `view_columns`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "icesink_view"
+
+    def schema(self):
+        return change_schema(json.loads(self.options["view_columns"]))
+
+    def streamReader(self, schema) -> "ViewReader":
+        return ViewReader(self.options)
+
+
+class ViewReader(EngineTableReader):
+    def __init__(self, options):
+        super().__init__(options)
+        self.view = ViewInput.from_json(json.loads(options["view"]))
+        self.view_columns = json.loads(options["view_columns"])
+
+    def read(self, partition):
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from ..tables import TableStore
+
+        store = TableStore(self.data_dir)
+        try:
+            if isinstance(partition, OffsetRange):
+                rows = recompute(store.db, self.view, self._logged(partition))
+            else:
+                changes = self._stored_changes(partition)
+                rows = recompute(store.db, self.view, lambda db, insert: db.executemany(insert, changes))
+        finally:
+            store.close()
+        schema = to_arrow_schema(change_schema(self.view_columns), timezone="UTC")
+        width = len(self.view_columns)
+        for start in range(0, len(rows), ROWS_PER_BATCH):
+            chunk = list(zip(*rows[start:start + ROWS_PER_BATCH]))
+            arrays = [_array(chunk[i], column["type"], schema.field(i).type)
+                      for i, column in enumerate(self.view_columns)]
+            arrays += [pa.array(chunk[width + i], type=schema.field(width + i).type) for i in range(3)]
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def _logged(self, partition: OffsetRange):
+        """Fills the changes of an engine table's JSON log in SQLite, without a value passing through Python (a
+        REAL is logged as text that reads back as the same double)."""
+        names = [c["name"] for c in self.columns]
+        picked = []
+        for name in self.view.changed_columns:
+            value = f"json_extract(row, '$[{names.index(name)}]')"
+            affinity = _affinity(next(c["type"] for c in self.columns if c["name"] == name))
+            picked.append(f"CAST({value} AS REAL)" if affinity == "REAL" else value)
+        select = (f"SELECT {', '.join(picked + ['offset', 'ts'])} FROM changes WHERE table_id = ? AND offset > ? "
+                  "AND offset <= ?")
+
+        def fill(db, insert: str) -> None:
+            db.execute(insert.split(" VALUES ")[0] + " " + select, (self.table_id, partition.after, partition.upto))
+        return fill
+
+    def _stored_changes(self, partition) -> list[tuple]:
+        """A segment's, a snapshot's or a base's changes as the store keeps values: the columns the view's key reads,
+        offset, time."""
+        from ..ingest.copy import base_batches, stored_rows
+
+        names = self.view.changed_columns
+        found, first = [], partition.first
+        types = {c["name"]: c["type"] for c in self.columns}
+        for batch in base_batches(partition.path, partition.skip, partition.take, ROWS_PER_BATCH):
+            count = batch.num_rows
+            if isinstance(partition, BaseRange):
+                values = stored_rows(batch, [Column(n, types[n]) for n in names])
+            else:  # a segment or snapshot holds stored values already
+                assert isinstance(partition, SegmentRange)
+                columns = [batch.column(n).to_pylist() if batch.schema.get_field_index(n) >= 0 else [None] * count
+                           for n in names]
+                values = list(zip(*columns)) if columns else [()] * count
+            found += [v + (first + i, partition.ts) for i, v in enumerate(values)]
+            first += count
+        return found
+
+
+def _array(values, type_name: str, target):
+    """A column of values SQLite computed as the Arrow array of its Spark type: cast by Arrow where it reads them
+    as the store keeps them, else value by value."""
+    import pyarrow as pa
+
+    try:
+        if type_name in CAST:
+            return pa.array(values).cast(target, safe=not pa.types.is_floating(target))
+        if type_name in ("timestamp", "date"):
+            return pa.array(values, pa.string()).cast(target)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        pass
+    convert = _converter(type_name, target)
+    return pa.array([convert(v) for v in values], type=target)
+
+
+def _converter(type_name: str, target):
+    """From a value SQLite computed to the Python value Arrow takes for `target`: a numeric's sum or average
+    (SQLite computes them as doubles) rounded to the column's scale, half away from zero as Postgres rounds."""
+    import pyarrow as pa
+
+    decode = decoder(type_name)
+    if not pa.types.is_decimal(target):
+        return decode
+    step = Decimal(1).scaleb(-target.scale)
+    return lambda v: None if v is None else decode(v).quantize(step, rounding=ROUND_HALF_UP)
+
+
+def recompute(db, view: ViewInput, fill: Callable) -> list[tuple]:
+    """The view's changes for the keys its input's changes touch, which `fill(db, insert)` puts in the temp table
+    (`insert` takes a row of the columns the key reads, offset, time): each key's row (diff 1), or its deletion
+    (diff -1: its key's columns, nulls elsewhere), with the newest offset and time of the changes that touched it."""
+    names = [quote(n) for n in view.changed_columns]
+    for table in (CHANGES, TOUCHED):
+        db.execute(f"DROP TABLE IF EXISTS temp.{table}")
+    db.execute(f"CREATE TEMP TABLE {CHANGES} ({', '.join(names + ['_icesink_offset', '_icesink_ts'])})")
+    fill(db, f"INSERT INTO temp.{CHANGES} VALUES ({', '.join('?' * (len(names) + 2))})")
+    db.execute(f"CREATE TEMP TABLE {TOUCHED} AS {view.touched_sql}")
+    keys = [d[0] for d in db.execute(f"SELECT * FROM temp.{TOUCHED} LIMIT 0").description][:-2]
+    db.execute(f"CREATE INDEX temp.{TOUCHED}_keys ON {TOUCHED} ({', '.join(keys)})")
+    touched = db.execute(f"SELECT * FROM temp.{TOUCHED}").fetchall()
+    width = len(view.key_outputs)
+    found = {tuple(row[width:]): row[:width] for row in db.execute(view.query_sql)}
+    for table in (CHANGES, TOUCHED):
+        db.execute(f"DROP TABLE temp.{table}")
+    count = len(keys)
+    out = []
+    for row in touched:
+        key, offset, ts = row[:count], row[count], row[count + 1]
+        values = found.get(key)
+        if values is not None:
+            out.append((*values, offset, 1, ts))
+        else:
+            out.append((*(None if i is None else key[i] for i in view.key_outputs), offset, -1, ts))
+    return out
+
+
+class MaterializedViewInput(Input):
+    """A sink's view: its input's changes (`base`, that table's own input) as the view's upserts and deletions."""
+
+    upsert_stream = True  # each change of the view replaces its key's row
+
+    def __init__(self, catalog: Catalog, relation: CatalogObject, view: ViewInput, base: EngineTableInput):
+        super().__init__(catalog, relation, relation)
+        self.view, self.base = view, base
+        self.frontier_kind = base.frontier_kind
+        self._index(base.log.db)
+
+    def _index(self, db) -> None:
+        """The input's index on the view's key, which each batch looks the keys it touched up by. Building it takes
+        a pass over the input, once; a key SQLite cannot index (a function it does not know to be deterministic) is
+        indexed by its columns."""
+        keys = ", ".join(self.view.index_keys)
+        table = quote(storage_name(self.view.input_id))
+        name = quote(f"view_key_{self.view.input_id}_{hashlib.sha1(keys.encode()).hexdigest()[:12]}")
+        try:
+            db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({keys})")
+        except sqlite3.OperationalError as exc:
+            columns = [k for k in self.view.index_keys if re.fullmatch(r'"(?:[^"]|"")*"|[A-Za-z_]\w*', k)]
+            log.warning("materialized view %s: its key (%s) cannot be indexed (%s)%s", self.relation.name, keys, exc,
+                        "; indexed by its columns" if columns else "; each key a batch touches reads the whole input")
+            if columns:
+                db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({', '.join(columns)})")
+
+    def stream(self, spark, start):
+        columns = [c.as_dict() for c in self.relation.descriptor.columns]
+        return (self.base._reader(spark, start).format(ViewSource.name())
+                .option("view", json.dumps(self.view.to_json())).option("view_columns", json.dumps(columns)).load())
+
+    def holds_changes_after(self, frontier) -> bool:
+        return self.base.holds_changes_after(frontier)
+
+    def check_resume(self, frontier) -> None:
+        self.base.check_resume(frontier)
+
+    def acknowledge(self, sink_id: str, frontier) -> None:
+        self.base.acknowledge(sink_id, frontier)
+
+    def close(self) -> None:
+        self.base.close()
