@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from icesink.engine.ingest.pgoutput import Change, Relation  # noqa: E402
-from icesink.engine.ingest.postgres import LOAD_ROWS, STORE_CACHE_KIB  # noqa: E402
+from icesink.engine.ingest.postgres import LOAD_ROWS  # noqa: E402
 from icesink.engine.ingest.subsource import Subsource  # noqa: E402
 from icesink.engine.tables import TableStore, base_dir  # noqa: E402
 from icesink.model.types import Column  # noqa: E402
@@ -42,8 +42,7 @@ def main() -> None:
     args = parser.parse_args()
 
     data_dir = Path(tempfile.mkdtemp(prefix="icesink-store-"))
-    store = TableStore(data_dir)
-    store.db.execute(f"PRAGMA cache_size = -{STORE_CACHE_KIB}")
+    store = TableStore(data_dir, writer=True)
     store.create("t", COLUMNS, ("id",))
     started = time.time()
     with store.transaction():  # loaded as a copy is, without a log entry per row; the file is never read here

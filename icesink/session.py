@@ -104,7 +104,7 @@ class Session:
         self.settings: dict[str, str] = {}
         self.spark_settings = spark_settings(self.data_dir, config, spark_master)
         self.planner = Planner(self.catalog, self.setting)
-        self.tables = TableStore(self.data_dir)
+        self.tables = TableStore(self.data_dir, writer=True)
         self.executor = Executor(self.catalog, self.secrets, self.tables, self.settings, self.spark)
         self.scheduler = None
 

@@ -44,7 +44,6 @@ log = logging.getLogger("icesink.ingest")
 # the transaction in progress: a batch may be larger.
 CHANGES_PER_PEEK = 500_000
 IDLE_SECONDS = 0.2
-STORE_CACHE_KIB = 128 << 10
 STORE_WAIT_SECONDS = 600
 DROP_SLOT = "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s"
 LOAD_ROWS = 100_000  # copied rows put into the store per transaction
@@ -145,8 +144,7 @@ class PostgresIngestion:
         caught up with the slot for the first time. Raises what stops it."""
         import psycopg
 
-        store = TableStore(self.catalog.data_dir)
-        store.db.execute(f"PRAGMA cache_size = -{STORE_CACHE_KIB}")  # changes land on keys all over a table
+        store = TableStore(self.catalog.data_dir, writer=True)
         # a long statement on another engine table holds the store for a while: the upstream keeps the changes meanwhile
         store.db.execute(f"PRAGMA busy_timeout = {STORE_WAIT_SECONDS * 1000}")
         try:
