@@ -264,3 +264,26 @@ def test_seed_004_views_reach_iceberg_exactly_while_serve_is_killed(session):
                for r in duckdb_rows(iceberg_table(session, sink).metadata_location, columns, order)]
         assert got == expected, sink
     assert ("failed",) not in rows(session, "SELECT DISTINCT status FROM mz_internal.mz_sink_status_history")
+
+
+def test_a_views_index_lives_as_long_as_a_sink_on_a_view_with_that_key(session):
+    """A sink on a view indexes the view's table by the view's key when it starts; the table's writes keep the index
+    up to date, so the last sink that needs it drops it."""
+    from icesink.engine.sources import input_for
+
+    session.execute(REFUSED_VIEWS + "CREATE MATERIALIZED VIEW per_customer_too AS SELECT customer, max(price) AS top "
+                                    "FROM orders GROUP BY customer;")
+    for sink, view in (("s1", "per_customer"), ("s2", "per_customer_too")):
+        session.execute(f"CREATE SINK {sink} FROM {view} INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', "
+                        f"TABLE '{sink}') KEY (customer) MODE UPSERT WITH (COMMIT INTERVAL '1s')")
+        sink_object = session.catalog.get(sink)
+        input_for(session.catalog, session.catalog.get(view), sink_object.descriptor.view).close()
+
+    def indexes():
+        return [name for (name,) in session.tables.db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'view_key_%'")]
+    assert len(indexes()) == 1  # one key, one index
+    session.execute("DROP SINK s1")
+    assert len(indexes()) == 1
+    session.execute("DROP SINK s2")
+    assert indexes() == []

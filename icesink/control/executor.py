@@ -25,7 +25,7 @@ from ..engine.ingest.postgres import (copy_later, drop_slot, forget, not_copied_
                                       slot_name)
 from ..engine.lifecycle import dropped
 from ..engine.sink import state_dir as sink_state_dir
-from ..engine.tables import RowRefused, TableStore, is_engine_table
+from ..engine.tables import RowRefused, TableStore, is_engine_table, quote
 from ..engine.values import InvalidValue
 
 
@@ -135,10 +135,20 @@ class Executor:
                 self.tables.drop(obj.id)
             elif obj.kind == "sink":
                 shutil.rmtree(sink_state_dir(self.catalog.data_dir, obj.id), ignore_errors=True)
+                self._drop_view_index(obj)
         cascaded = [f"{KIND_WORDS[o.kind]} '{o.name}'" for o in plan.objects if o.id not in plan.named]
         if cascaded:
             notices.append("also dropped: " + ", ".join(cascaded))
         return Result(status, notices=notices)
+
+    def _drop_view_index(self, sink) -> None:
+        """The index a dropped sink's view had its table keep, unless another sink's view uses it: the table's
+        writes keep it up to date for nothing."""
+        view = sink.descriptor.view
+        if view is None or any(other.descriptor.view is not None and other.descriptor.view.index_name ==
+                               view.index_name for other in self.catalog.sinks()):
+            return
+        self.tables.db.execute(f"DROP INDEX IF EXISTS {quote(view.index_name)}")
 
     def _drop_replication(self, sources) -> list[str]:
         """Each dropped Postgres source's replication slot, which would hold the upstream's WAL forever; a slot

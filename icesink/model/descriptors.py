@@ -7,6 +7,7 @@ as it reads its own.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, fields
 from typing import Optional, Union
 
@@ -332,6 +333,13 @@ class ViewInput:
     query_sql: str
     key_outputs: tuple[Optional[int], ...]
     index_keys: tuple[str, ...] = ()
+
+    @property
+    def index_name(self) -> str:
+        """The index of the input a sink on the view creates, named by what it indexes: sinks on views with one key
+        share it, and the last of them to go drops it."""
+        digest = hashlib.sha1(", ".join(self.index_keys).encode()).hexdigest()[:12]
+        return f"view_key_{self.input_id}_{digest}"
 
     def to_json(self) -> dict:
         return {"input_id": self.input_id, "changed_columns": list(self.changed_columns),

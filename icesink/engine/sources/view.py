@@ -11,7 +11,6 @@ next batch, which recomputes its keys again, so the Iceberg table converges on t
 committed frontier recomputes whatever a lost batch touched."""
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
@@ -187,8 +186,7 @@ class MaterializedViewInput(Input):
         a pass over the input, once; a key SQLite cannot index (a function it does not know to be deterministic) is
         indexed by its columns."""
         keys = ", ".join(self.view.index_keys)
-        table = quote(storage_name(self.view.input_id))
-        name = quote(f"view_key_{self.view.input_id}_{hashlib.sha1(keys.encode()).hexdigest()[:12]}")
+        table, name = quote(storage_name(self.view.input_id)), quote(self.view.index_name)
         try:
             db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({keys})")
         except sqlite3.OperationalError as exc:
