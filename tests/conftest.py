@@ -72,6 +72,18 @@ def serve(data_dir, crash_at=None):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
+def kill_serve_repeatedly(data_dir, crash_points, rng, seconds=(4, 14)) -> int:
+    """Runs `icesink serve` once per entry of `crash_points`: killed (SIGKILL) at that crash point of the commit
+    protocol, or, for None, after a random number of `seconds`. Returns how many runs reached their crash point."""
+    seams = 0
+    for crash_at in crash_points:
+        ended = serve_until_killed(data_dir, None if crash_at else rng.uniform(*seconds), crash_at)
+        if ended is not None:
+            assert ended.returncode == -signal.SIGKILL, ended.stderr.read()
+            seams += 1
+    return seams
+
+
 def serve_until_killed(data_dir, seconds=None, crash_at=None):
     """Runs `icesink serve` until `seconds` have passed, then kills it with SIGKILL and returns None; or returns
     the process if it ended first (at a crash point, or by failing)."""

@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 
 import icesink
-from tests.conftest import rows, serve, serve_until_killed
+from tests.conftest import kill_serve_repeatedly, rows, serve
 from tests.readers import duckdb_rows, polars_rows, pyiceberg_rows, spark_rows
 from tests.runtime import caught_up, iceberg_table, wait_for
 
@@ -52,15 +52,9 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(session):
           KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s', WRITE MODE 'merge-on-read');""")
     writer = Writer(session.data_dir)
     writer.start()
-    rng = random.Random(5)
-    seams = 0
     try:
-        for kill in range(KILLS):
-            crash_at = ("files-written", "committed", None)[kill % 3]
-            ended = serve_until_killed(session.data_dir, None if crash_at else rng.uniform(4, 14), crash_at)
-            if ended is not None:
-                assert ended.returncode == -signal.SIGKILL, ended.stderr.read()
-                seams += 1
+        seams = kill_serve_repeatedly(session.data_dir, [("files-written", "committed", None)[kill % 3]
+                                                         for kill in range(KILLS)], random.Random(5))
     finally:
         writer.stopped.set()
         writer.join()

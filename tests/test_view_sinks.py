@@ -9,7 +9,7 @@ import time
 import pytest
 
 import icesink
-from tests.conftest import error_of, rows, serve, serve_until_killed
+from tests.conftest import error_of, kill_serve_repeatedly, rows, serve
 from tests.readers import duckdb_rows
 from tests.runtime import committed_offset, iceberg_table, sink_status, wait_for
 
@@ -66,10 +66,10 @@ def _random_changes(session, rng, count: int, next_id: int) -> int:
     return next_id
 
 
-def _caught_up(session, sink: str):
-    view = session.catalog.get(VIEWS[sink][0])
-    table_id = session.catalog.get("user_events").id
-    return lambda: committed_offset(session, sink, view.id) >= session.tables.latest_offset(table_id)
+def _caught_up(session, sink: str, view: str, table: str = "user_events"):
+    """Whether the sink on `view` has committed every change of `table`, the view's input."""
+    view_id, table_id = session.catalog.get(view).id, session.catalog.get(table).id
+    return lambda: committed_offset(session, sink, view_id) >= session.tables.latest_offset(table_id)
 
 
 def _normal(value):
@@ -108,7 +108,7 @@ def test_sinks_on_views_hold_the_views_query_over_the_final_input(session, sched
         time.sleep(0.6)
     session.execute("DELETE FROM user_events WHERE user_id = 3")  # whole groups go
     for sink in VIEWS:
-        wait_for(_caught_up(session, sink), what=f"{sink} to commit every change")
+        wait_for(_caught_up(session, sink, VIEWS[sink][0]), what=f"{sink} to commit every change")
         assert sink_status(session, sink) == ("running", None)
     assert min(_check(session, sink) for sink in VIEWS) > 3
 
@@ -236,13 +236,8 @@ def test_seed_004_views_reach_iceberg_exactly_while_serve_is_killed(session):
     session.execute(SEED_004)
     writer = Writer(session.data_dir)
     writer.start()
-    rng, seams = random.Random(8), 0
     try:
-        for crash_at in ("files-written", "committed", None):
-            ended = serve_until_killed(session.data_dir, None if crash_at else rng.uniform(5, 12), crash_at)
-            if ended is not None:
-                assert ended.returncode == -signal.SIGKILL, ended.stderr.read()
-                seams += 1
+        seams = kill_serve_repeatedly(session.data_dir, ("files-written", "committed", None), random.Random(8), (5, 12))
     finally:
         writer.stopped.set()
         writer.join()
@@ -250,9 +245,7 @@ def test_seed_004_views_reach_iceberg_exactly_while_serve_is_killed(session):
     final = serve(session.data_dir)
     try:
         for sink, (view, table, _, _) in SEED_004_SINKS.items():
-            view_id, table_id = session.catalog.get(view).id, session.catalog.get(table).id
-            wait_for(lambda: committed_offset(session, sink, view_id) >= session.tables.latest_offset(table_id),
-                     timeout=180, what=f"{sink} to catch up")
+            wait_for(_caught_up(session, sink, view, table), timeout=180, what=f"{sink} to catch up")
     finally:
         final.send_signal(signal.SIGTERM)
         assert final.wait(timeout=120) == 0

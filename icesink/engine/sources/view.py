@@ -16,7 +16,6 @@ import logging
 import re
 import sqlite3
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Callable
 
 from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
@@ -59,11 +58,8 @@ class ViewReader(EngineTableReader):
 
         store = TableStore(self.data_dir)
         try:
-            if isinstance(partition, OffsetRange):
-                rows = recompute(store.db, self.view, self._logged(partition))
-            else:
-                changes = self._stored_changes(partition)
-                rows = recompute(store.db, self.view, lambda db, insert: db.executemany(insert, changes))
+            changes = self._logged(partition) if isinstance(partition, OffsetRange) else self._stored_changes(partition)
+            rows = recompute(store.db, self.view, changes)
         finally:
             store.close()
         schema = to_arrow_schema(change_schema(self.view_columns), timezone="UTC")
@@ -75,21 +71,18 @@ class ViewReader(EngineTableReader):
             arrays += [pa.array(chunk[width + i], type=schema.field(width + i).type) for i in range(3)]
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
-    def _logged(self, partition: OffsetRange):
-        """Fills the changes of an engine table's JSON log in SQLite, without a value passing through Python (a
-        REAL is logged as text that reads back as the same double)."""
+    def _logged(self, partition: OffsetRange) -> tuple[str, tuple]:
+        """The SELECT (and its parameters) of an engine table's logged changes as `_stored_changes` gives them, for
+        SQLite to read without a value passing through Python (a REAL is logged as text that reads back as the same
+        double)."""
         names = [c["name"] for c in self.columns]
         picked = []
         for name in self.view.changed_columns:
             value = f"json_extract(row, '$[{names.index(name)}]')"
             affinity = _affinity(next(c["type"] for c in self.columns if c["name"] == name))
             picked.append(f"CAST({value} AS REAL)" if affinity == "REAL" else value)
-        select = (f"SELECT {', '.join(picked + ['offset', 'ts'])} FROM changes WHERE table_id = ? AND offset > ? "
-                  "AND offset <= ?")
-
-        def fill(db, insert: str) -> None:
-            db.execute(insert.split(" VALUES ")[0] + " " + select, (self.table_id, partition.after, partition.upto))
-        return fill
+        return (f"SELECT {', '.join(picked + ['offset', 'ts'])} FROM changes WHERE table_id = ? AND offset > ? "
+                "AND offset <= ?", (self.table_id, partition.after, partition.upto))
 
     def _stored_changes(self, partition) -> list[tuple]:
         """A segment's, a snapshot's or a base's changes as the store keeps values: the columns the view's key reads,
@@ -141,24 +134,27 @@ def _converter(type_name: str, target):
     return lambda v: None if v is None else decode(v).quantize(step, rounding=ROUND_HALF_UP)
 
 
-def recompute(db, view: ViewInput, fill: Callable) -> list[tuple]:
-    """The view's changes for the keys its input's changes touch, which `fill(db, insert)` puts in the temp table
-    (`insert` takes a row of the columns the key reads, offset, time): each key's row (diff 1), or its deletion
-    (diff -1: its key's columns, nulls elsewhere), with the newest offset and time of the changes that touched it."""
+def recompute(db, view: ViewInput, changes: list[tuple] | tuple[str, tuple]) -> list[tuple]:
+    """The view's changes for the keys its input's `changes` touch (rows of the columns the key reads, offset and
+    time; or a SELECT of them and its parameters): each key's row (diff 1), or its deletion (diff -1: its key's
+    columns, nulls elsewhere), with the newest offset and time of the changes that touched it."""
     names = [quote(n) for n in view.changed_columns]
     for table in (CHANGES, TOUCHED):
         db.execute(f"DROP TABLE IF EXISTS temp.{table}")
     db.execute(f"CREATE TEMP TABLE {CHANGES} ({', '.join(names + ['_icesink_offset', '_icesink_ts'])})")
-    fill(db, f"INSERT INTO temp.{CHANGES} VALUES ({', '.join('?' * (len(names) + 2))})")
+    if isinstance(changes, tuple):
+        select, parameters = changes
+        db.execute(f"INSERT INTO temp.{CHANGES} {select}", parameters)
+    else:
+        db.executemany(f"INSERT INTO temp.{CHANGES} VALUES ({', '.join('?' * (len(names) + 2))})", changes)
+    # the query reads the touched keys in turn (its outer loop): they need no index
     db.execute(f"CREATE TEMP TABLE {TOUCHED} AS {view.touched_sql}")
-    keys = [d[0] for d in db.execute(f"SELECT * FROM temp.{TOUCHED} LIMIT 0").description][:-2]
-    db.execute(f"CREATE INDEX temp.{TOUCHED}_keys ON {TOUCHED} ({', '.join(keys)})")
     touched = db.execute(f"SELECT * FROM temp.{TOUCHED}").fetchall()
     width = len(view.key_outputs)
     found = {tuple(row[width:]): row[:width] for row in db.execute(view.query_sql)}
     for table in (CHANGES, TOUCHED):
         db.execute(f"DROP TABLE temp.{table}")
-    count = len(keys)
+    count = len(view.index_keys)  # one a key expression
     out = []
     for row in touched:
         key, offset, ts = row[:count], row[count], row[count + 1]
