@@ -614,8 +614,14 @@ CREATE SINK per_note_lake FROM per_note INTO ICEBERG CATALOG CONNECTION lake (NA
   KEY (note) MODE UPSERT WITH (COMMIT INTERVAL '1s', WRITE MODE 'merge-on-read');
 CREATE SINK big_orders_lake FROM big_orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'big')
   KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+CREATE MATERIALIZED VIEW noted AS SELECT o.note, count(*) AS lines, sum(o.amount) AS total
+  FROM orders o JOIN notes n ON n.line = o.note GROUP BY o.note;
+CREATE SINK noted_lake FROM noted INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', TABLE 'noted')
+  KEY (note) MODE UPSERT WITH (COMMIT INTERVAL '1s');
 """
 PER_NOTE = "(SELECT note, count(*) AS n, sum(amount) AS total, max(amount) AS top FROM orders GROUP BY note) v"
+NOTED = ("(SELECT o.note, count(*) AS lines, sum(o.amount) AS total FROM orders o JOIN notes n ON n.line = o.note "
+         "GROUP BY o.note) v")
 
 
 def test_sinks_on_views_over_a_replicated_table_hold_what_postgres_computes(session, scheduler, upstream):
@@ -623,23 +629,29 @@ def test_sinks_on_views_over_a_replicated_table_hold_what_postgres_computes(sess
     views' queries evaluated by Postgres itself say."""
     with upstream.admin("shop") as admin:
         admin.execute("INSERT INTO orders SELECT n, n * 1.5, 'note ' || (n % 7) FROM generate_series(1, 500) n")
+        admin.execute("INSERT INTO notes VALUES ('note 1'), ('note 2'), ('note 2'), ('note 5')")
     session.execute(SETUP.format(password=PASSWORD, port=upstream.port) + VIEWS)
 
     def views_in_sync():
         per_note = in_sync(session, upstream, sink="per_note_lake", table=PER_NOTE, columns="note, n, total, top")
         big = in_sync(session, upstream, sink="big_orders_lake", table="orders WHERE amount > 300",
                       columns="id, amount")
-        return per_note, big
-    per_note, big = views_in_sync()
-    assert len(per_note) == 7 and len(big) == 300
+        noted = in_sync(session, upstream, sink="noted_lake", table=NOTED, columns="note, lines, total")
+        return per_note, big, noted
+    per_note, big, noted = views_in_sync()
+    assert len(per_note) == 7 and len(big) == 300 and [r[0] for r in noted] == ["note 1", "note 2", "note 5"]
     with upstream.admin("shop") as admin:
         admin.execute("INSERT INTO orders VALUES (1001, 999.00, 'new'), (1002, 1.00, 'new')")
         admin.execute("UPDATE orders SET note = 'note 1', amount = amount + 100 WHERE id % 5 = 0")  # groups move
         admin.execute("UPDATE orders SET id = 2000 WHERE id = 400")  # a changed primary key
         admin.execute("DELETE FROM orders WHERE note = 'note 3'")  # a whole group goes
-    per_note, big = views_in_sync()
+        admin.execute("INSERT INTO notes VALUES ('note 4'), ('new')")  # groups join
+        admin.execute("DELETE FROM notes WHERE line = 'note 5'")  # a group leaves the join
+    per_note, big, noted = views_in_sync()
     assert "note 3" not in {r[0] for r in per_note} and (2000, 700) in big
+    assert [r[0] for r in noted] == ["new", "note 1", "note 2", "note 4"]
     with upstream.admin("shop") as admin:
         admin.execute("TRUNCATE orders")
         admin.execute("INSERT INTO orders VALUES (1, 500.00, 'after truncate')")
-    assert views_in_sync() == ([("after truncate", 1, 500, 500)], [(1, 500)])
+        admin.execute("INSERT INTO notes VALUES ('after truncate')")
+    assert views_in_sync() == ([("after truncate", 1, 500, 500)], [(1, 500)], [("after truncate", 1, 500)])

@@ -142,13 +142,16 @@ class Executor:
         return Result(status, notices=notices)
 
     def _drop_view_index(self, sink) -> None:
-        """The index a dropped sink's view had its table keep, unless another sink's view uses it: the table's
-        writes keep it up to date for nothing."""
+        """The indexes a dropped sink's view had its tables keep, unless another sink's view uses them: the tables'
+        writes keep them up to date for nothing."""
         view = sink.descriptor.view
-        if view is None or any(other.descriptor.view is not None and other.descriptor.view.index_name ==
-                               view.index_name for other in self.catalog.sinks()):
+        if view is None:
             return
-        self.tables.db.execute(f"DROP INDEX IF EXISTS {quote(view.index_name)}")
+        used = {name for other in self.catalog.sinks() if other.descriptor.view is not None
+                for _, name, _ in other.descriptor.view.indexes}
+        for _, name, _ in view.indexes:
+            if name not in used:
+                self.tables.db.execute(f"DROP INDEX IF EXISTS {quote(name)}")
 
     def _drop_replication(self, sources) -> list[str]:
         """Each dropped Postgres source's replication slot, which would hold the upstream's WAL forever; a slot

@@ -7,6 +7,8 @@ that keeps its input's primary key (projections, `WHERE`, `DISTINCT`), whose key
 recomputes only the keys its changes touch."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlglot import exp
 
 from ..catalog.store import CatalogObject
@@ -33,11 +35,19 @@ def group_column(index: int) -> str:
 
 def _refuse(view: CatalogObject, what: str, pos: int):
     raise NotSupportedYet(f"a sink on materialized view '{view.name}', whose query {what}, is not supported yet: a "
-                          "sink reads a view over one table, grouped (GROUP BY) or keeping the table's primary key",
-                          pos)
+                          "sink reads a view over tables joined by equalities, grouped (GROUP BY) by one table's "
+                          "columns or keeping one table's primary key", pos)
 
 
-def _input_of(binder: Binder, view: CatalogObject, query: ast.Query, pos: int) -> tuple[CatalogObject, ast.TableRef]:
+@dataclass(frozen=True)
+class Relation:
+    """A relation a view reads, by its alias in the query; `side`: FROM, INNER or LEFT (how it is joined)."""
+    alias: str
+    obj: CatalogObject
+    side: str
+
+
+def _inputs_of(binder: Binder, view: CatalogObject, query: ast.Query, pos: int) -> list[Relation]:
     if len(query.cores) > 1:
         _refuse(view, f"combines queries with {query.set_operators[0]}", pos)
     if query.limit is not None or query.offset is not None:
@@ -45,15 +55,25 @@ def _input_of(binder: Binder, view: CatalogObject, query: ast.Query, pos: int) -
     core = query.cores[0]
     if not core.from_items:
         _refuse(view, "reads no relation", pos)
-    if len(core.from_items) > 1 or core.from_items[0].joins:
-        _refuse(view, "joins relations", pos)
-    first = core.from_items[0].first
-    if not isinstance(first, ast.TableRef) or first.iceberg:
-        _refuse(view, "reads a subquery or table function in FROM" if not isinstance(first, ast.TableRef)
+    found = []
+    for index, item in enumerate(core.from_items):
+        found.append(_relation(binder, view, item.first, "FROM" if index == 0 else "INNER", pos))
+        for join in item.joins:
+            if join.kind in ("RIGHT", "FULL"):
+                _refuse(view, f"has a {join.kind} JOIN", pos)
+            if join.using:
+                _refuse(view, "joins with USING (write the join's condition with ON)", pos)
+            found.append(_relation(binder, view, join.right, "LEFT" if join.kind == "LEFT" else "INNER", pos))
+    return found
+
+
+def _relation(binder: Binder, view: CatalogObject, ref, side: str, pos: int) -> Relation:
+    if not isinstance(ref, ast.TableRef) or ref.iceberg:
+        _refuse(view, "reads a subquery or table function in FROM" if not isinstance(ref, ast.TableRef)
                 else "reads an ICEBERG table", pos)
-    found = binder.find(first.name)
+    found = binder.find(ref.name)
     if found is None:
-        raise PlanError(f"materialized view '{view.name}' reads \"{first.name}\", which no longer exists", pos)
+        raise PlanError(f"materialized view '{view.name}' reads \"{ref.name}\", which no longer exists", pos)
     source_id = getattr(found.descriptor, "source_id", None)
     source = binder.catalog.get_by_id(source_id) if source_id else None
     replicated = found.kind in ("subsource", "table") and source is not None and source.type == "postgres"
@@ -66,7 +86,11 @@ def _input_of(binder: Binder, view: CatalogObject, query: ast.Query, pos: int) -
             what = f"{KIND_WORDS[found.kind]} '{found.name}'" + (
                 " (a view over a view)" if found.kind == "materialized-view" else "")
         _refuse(view, f"reads {what}", pos)
-    return found, first
+    return Relation(_alias(ref).value, found, side)
+
+
+def _alias(ref: ast.TableRef) -> ast.Name:
+    return ref.alias if ref.alias is not None else ref.name.parts[-1]
 
 
 def _unaliased(node: exp.Expression) -> exp.Expression:
@@ -79,24 +103,29 @@ def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], m
         raise NotSupportedYet(f"a sink on materialized view '{view.name}' writes MODE UPSERT, keyed by the view's key; "
                               "MODE APPEND (which writes each change's retraction) is not supported yet on a view", pos)
     query = parse_statement(view.descriptor.query_sql).query
-    source, ref = _input_of(binder, view, query, pos)
-    alias = ref.alias if ref.alias is not None else ref.name.parts[-1]
-    columns = [c.name for c in source.descriptor.columns]
+    relations = _inputs_of(binder, view, query, pos)
+    by_name = {r.alias: r for r in relations}
 
     def name_table(inner: ast.TableRef) -> exp.Expression:
-        return exp.Table(this=exp.to_identifier(storage_name(source.id)), alias=exp.TableAlias(this=identifier(alias)))
+        alias = _alias(inner)
+        return exp.Table(this=exp.to_identifier(storage_name(by_name[alias.value].obj.id)),
+                         alias=exp.TableAlias(this=identifier(alias)))
     tree = render.query(query, name_table)
     if tree.find(exp.Subquery, exp.Exists) or len(list(tree.find_all(exp.Select))) > 1:
         _refuse(view, "has a subquery", pos)
     tree.set("order", None)  # a view's rows have no order
-    _expand_stars(tree, alias, columns)
+    _expand_stars(tree, relations)
+    if len(relations) > 1:
+        _qualify(tree, relations)
+    columns = {c.name for r in relations for c in r.obj.descriptor.columns}
     outputs = [_unaliased(e) for e in tree.expressions]
     names = [c.name for c in view.descriptor.columns]
     if len(outputs) != len(names):
-        raise PlanError(f"materialized view '{view.name}' selects * from '{source.name}', which has gained columns "
-                        "since the view was created: recreate the view to sink it", pos)
+        raise PlanError(f"materialized view '{view.name}' selects * from a relation that has gained columns since "
+                        "the view was created: recreate the view to sink it", pos)
     by_alias = {name: node for name, node in zip(names, outputs)}
     group = tree.args.get("group")
+    keys = None
     if group is not None:
         keys = []
         for node in group.expressions:
@@ -107,11 +136,18 @@ def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], m
             keys.append(node)
     elif tree.find(exp.AggFunc):
         _refuse(view, "aggregates without GROUP BY", pos)
-    else:
+    joins = None
+    if len(relations) > 1:
+        from .view_joins import Joins
+
+        joins = Joins(view, tree, relations, pos)
+        keys = joins.key(keys)
+    elif keys is None:
+        source = relations[0].obj
         primary = source.descriptor.primary_key
         if not primary:
             _refuse(view, f"has no GROUP BY, over '{source.name}', which has no primary key", pos)
-        keys = [exp.column(c, table=alias.value, quoted=True) for c in primary]
+        keys = [exp.column(c, table=relations[0].alias, quoted=True) for c in primary]
     shown = [k.sql() for k in keys]
     key_outputs = tuple(next((i for i, k in enumerate(shown) if _same(o, keys[i])), None) for o in outputs)
     missing = [shown[i] for i in range(len(keys)) if i not in key_outputs]
@@ -121,8 +157,12 @@ def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], m
     if set(key) != keyed:
         raise PlanError(f"a sink on materialized view '{view.name}' is keyed by the view's key: KEY "
                         f"({', '.join(n for n in names if n in keyed)}), not KEY ({', '.join(key)})", pos)
-    return ViewInput(source.id, *_statements(tree, keys, alias, columns), key_outputs,
-                     tuple(_index_key(k) for k in keys))
+    index_keys = tuple(_index_key(k) for k in keys)
+    if joins is not None:
+        return joins.view_input(keys, key_outputs, index_keys)
+    source = relations[0].obj
+    return ViewInput(source.id, *_statements(tree, keys, relations[0].alias,
+                                              [c.name for c in source.descriptor.columns]), key_outputs, index_keys)
 
 
 def _index_key(key: exp.Expression) -> str:
@@ -139,24 +179,39 @@ def _same(output: exp.Expression, key: exp.Expression) -> bool:
     return output == key
 
 
-def _expand_stars(tree: exp.Select, alias: ast.Name, columns: list[str]) -> None:
-    """`*` and `t.*` as the input's columns, so that each select item is one of the view's columns."""
+def _expand_stars(tree: exp.Select, relations: list[Relation]) -> None:
+    """`*` and `t.*` as the relations' columns, so that each select item is one of the view's columns."""
     expanded = []
     for node in tree.expressions:
-        if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star)):
-            expanded += [exp.column(c, table=alias.value, quoted=True) for c in columns]
+        star = isinstance(node, exp.Star) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star))
+        if star:
+            qualifier = node.table if isinstance(node, exp.Column) else ""
+            expanded += [exp.column(c.name, table=r.alias, quoted=True) for r in relations
+                         if not qualifier or r.alias == qualifier for c in r.obj.descriptor.columns]
         else:
             expanded.append(node)
     tree.set("expressions", expanded)
 
 
-def _statements(tree: exp.Select, keys: list[exp.Expression], alias: ast.Name,
+def _qualify(tree: exp.Select, relations: list[Relation]) -> None:
+    """Names each unqualified column by the one relation that has it, so that a column says which relation's rows
+    it reads (an output's name, which no relation has, stays as it is)."""
+    owners: dict[str, list[str]] = {}
+    for r in relations:
+        for c in r.obj.descriptor.columns:
+            owners.setdefault(c.name, []).append(r.alias)
+    for column in list(tree.find_all(exp.Column)):
+        if not column.table and len(owners.get(column.name, ())) == 1:
+            column.set("table", exp.to_identifier(owners[column.name][0]))
+
+
+def _statements(tree: exp.Select, keys: list[exp.Expression], alias: str,
                 columns: list[str]) -> tuple[tuple[str, ...], str, str]:
     """The columns of the changes the keys read, the SQL that finds the keys changes touch, and the view's query
     over those keys alone."""
     referenced = {c.name for k in keys for c in k.find_all(exp.Column)}
     changed = tuple(c for c in columns if c in referenced)
-    table_alias = exp.TableAlias(this=identifier(alias))
+    table_alias = exp.TableAlias(this=exp.to_identifier(alias))
     touched = exp.select(*[k.copy().as_(key_column(i)) for i, k in enumerate(keys)],
                          exp.Max(this=exp.column(OFFSET)).as_(OFFSET), exp.Max(this=exp.column(TS)).as_(TS))
     touched = touched.from_(exp.Table(this=exp.to_identifier(CHANGES), db=exp.to_identifier("temp"),

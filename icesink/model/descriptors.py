@@ -318,21 +318,45 @@ class ViewDescriptor:
 
 # ---------------------------------------------------------------- a sink's view input
 @dataclass(frozen=True)
+class ViewSide:
+    """Another relation a view joins (beside ViewInput.input_id): its changes' `changed_columns`, loaded into
+    temp._icesink_changes, and `touched_sql`, which finds the view's keys they touch (through the joins)."""
+    table_id: str
+    changed_columns: tuple[str, ...]
+    touched_sql: str
+
+    def to_json(self) -> dict:
+        return {"table_id": self.table_id, "changed_columns": list(self.changed_columns),
+                "touched_sql": self.touched_sql}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ViewSide":
+        return cls(data["table_id"], tuple(data["changed_columns"]), data["touched_sql"])
+
+
+@dataclass(frozen=True)
 class ViewInput:
-    """How a sink keeps a materialized view over one relation (`input_id`) up to date, as SQLite statements over
-    icesink's store planned at CREATE SINK (engine/sources/view.py runs them): the view's key as expressions over
-    the input (its GROUP BY, else the input's primary key). A batch loads its changes' `changed_columns` into
+    """How a sink keeps a materialized view up to date, as SQLite statements over icesink's store planned at CREATE
+    SINK (engine/sources/view.py runs them). `input_id` is the relation the view's key comes from: the key is
+    expressions over it (its GROUP BY, else its primary key). A batch loads its changes' `changed_columns` into
     temp._icesink_changes, `touched_sql` finds the keys they touch (with the newest offset and time of each), and
     `query_sql` computes the view's rows for those keys alone, each followed by its key (_icesink_g0, …).
     `key_outputs`: for each of the view's columns, which key expression it is (None: not one), to write a key's
     deletion. `index_keys`: the key's expressions as an index of the input takes them, for `query_sql` to look each
-    touched key up by."""
+    touched key up by.
+
+    A view that joins relations has `others`, the other relations it reads (engine/sources/joined_view.py),
+    `all_keys_sql`, every key the view has now (for a sink's first batch), and `join_indexes`, the (relation,
+    column) pairs its joins look rows up by."""
     input_id: str
     changed_columns: tuple[str, ...]
     touched_sql: str
     query_sql: str
     key_outputs: tuple[Optional[int], ...]
     index_keys: tuple[str, ...] = ()
+    others: tuple[ViewSide, ...] = ()
+    all_keys_sql: str = ""
+    join_indexes: tuple[tuple[str, str], ...] = ()
 
     @property
     def index_name(self) -> str:
@@ -341,17 +365,36 @@ class ViewInput:
         digest = hashlib.sha1(", ".join(self.index_keys).encode()).hexdigest()[:12]
         return f"view_key_{self.input_id}_{digest}"
 
+    @property
+    def indexes(self) -> list[tuple[str, str, str]]:
+        """(relation, index name, indexed expressions) of every index the view's sinks have its relations keep."""
+        found = [(self.input_id, self.index_name, ", ".join(self.index_keys))]
+        for table_id, column in self.join_indexes:
+            digest = hashlib.sha1(column.encode()).hexdigest()[:12]
+            found.append((table_id, f"view_join_{table_id}_{digest}", column))
+        return found
+
+    @property
+    def table_ids(self) -> tuple[str, ...]:
+        return (self.input_id, *(side.table_id for side in self.others))
+
     def to_json(self) -> dict:
-        return {"input_id": self.input_id, "changed_columns": list(self.changed_columns),
+        data = {"input_id": self.input_id, "changed_columns": list(self.changed_columns),
                 "touched_sql": self.touched_sql, "query_sql": self.query_sql, "key_outputs": list(self.key_outputs),
                 "index_keys": list(self.index_keys)}
+        if self.others:
+            data.update(others=[side.to_json() for side in self.others], all_keys_sql=self.all_keys_sql,
+                        join_indexes=[list(pair) for pair in self.join_indexes])
+        return data
 
     @classmethod
     def from_json(cls, data: Optional[dict]) -> Optional["ViewInput"]:
         if data is None:
             return None
         return cls(data["input_id"], tuple(data["changed_columns"]), data["touched_sql"], data["query_sql"],
-                   tuple(data["key_outputs"]), tuple(data.get("index_keys", ())))
+                   tuple(data["key_outputs"]), tuple(data.get("index_keys", ())),
+                   tuple(ViewSide.from_json(side) for side in data.get("others", ())), data.get("all_keys_sql", ""),
+                   tuple(tuple(pair) for pair in data.get("join_indexes", ())))
 
 
 # ---------------------------------------------------------------- sinks

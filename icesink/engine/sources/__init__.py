@@ -10,6 +10,7 @@ from .base import Input, ProgressBehindInput
 from .engine_table import EngineTableInput
 from .generators import GeneratorInput
 from .postgres import PostgresSubsourceInput
+from .joined_view import JoinedViewInput
 from .view import MaterializedViewInput
 
 # by the type of the object whose changes a sink reads: an engine table's own, a source's (for its subsources and the
@@ -24,6 +25,9 @@ def input_for(catalog: Catalog, relation: CatalogObject, view: ViewInput | None 
         if view is None:
             raise Unsupported(f"this sink was created before sinks on materialized views ran: recreate it to read "
                               f"'{relation.name}'")
+        if view.others:
+            return JoinedViewInput(catalog, relation, view,
+                                   [input_for(catalog, catalog.get_by_id(table_id)) for table_id in view.table_ids])
         return MaterializedViewInput(catalog, relation, view, input_for(catalog, catalog.get_by_id(view.input_id)))
     origin_id = getattr(relation.descriptor, "source_id", None)
     origin = catalog.get_by_id(origin_id) if origin_id else relation

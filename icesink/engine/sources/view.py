@@ -51,59 +51,70 @@ class ViewReader(EngineTableReader):
         self.view_columns = json.loads(options["view_columns"])
 
     def read(self, partition):
-        import pyarrow as pa
-        from pyspark.sql.pandas.types import to_arrow_schema
-
         from ..tables import TableStore
 
         store = TableStore(self.data_dir)
         try:
-            changes = self._logged(partition) if isinstance(partition, OffsetRange) else self._stored_changes(partition)
-            rows = recompute(store.db, self.view, changes)
+            rows = recompute(store.db, self.view, changes_of(self.table_id, self.columns, self.view.changed_columns,
+                                                             partition), self.view.touched_sql)
         finally:
             store.close()
-        schema = to_arrow_schema(change_schema(self.view_columns), timezone="UTC")
-        width = len(self.view_columns)
-        for start in range(0, len(rows), ROWS_PER_BATCH):
-            chunk = list(zip(*rows[start:start + ROWS_PER_BATCH]))
-            arrays = [_array(chunk[i], column["type"], schema.field(i).type)
-                      for i, column in enumerate(self.view_columns)]
-            arrays += [pa.array(chunk[width + i], type=schema.field(width + i).type) for i in range(3)]
-            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+        yield from view_batches(rows, self.view_columns)
 
-    def _logged(self, partition: OffsetRange) -> tuple[str, tuple]:
-        """The SELECT (and its parameters) of an engine table's logged changes as `_stored_changes` gives them, for
-        SQLite to read without a value passing through Python (a REAL is logged as text that reads back as the same
-        double)."""
-        names = [c["name"] for c in self.columns]
-        picked = []
-        for name in self.view.changed_columns:
-            value = f"json_extract(row, '$[{names.index(name)}]')"
-            affinity = _affinity(next(c["type"] for c in self.columns if c["name"] == name))
-            picked.append(f"CAST({value} AS REAL)" if affinity == "REAL" else value)
-        return (f"SELECT {', '.join(picked + ['offset', 'ts'])} FROM changes WHERE table_id = ? AND offset > ? "
-                "AND offset <= ?", (self.table_id, partition.after, partition.upto))
 
-    def _stored_changes(self, partition) -> list[tuple]:
-        """A segment's, a snapshot's or a base's changes as the store keeps values: the columns the view's key reads,
-        offset, time."""
-        from ..ingest.copy import base_batches, stored_rows
+def view_batches(rows: list[tuple], view_columns: list[dict]):
+    """Arrow record batches of the view's changes (rows of its columns, then offset, diff and time)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
 
-        names = self.view.changed_columns
-        found, first = [], partition.first
-        types = {c["name"]: c["type"] for c in self.columns}
-        for batch in base_batches(partition.path, partition.skip, partition.take, ROWS_PER_BATCH):
-            count = batch.num_rows
-            if isinstance(partition, BaseRange):
-                values = stored_rows(batch, [Column(n, types[n]) for n in names])
-            else:  # a segment or snapshot holds stored values already
-                assert isinstance(partition, SegmentRange)
-                columns = [batch.column(n).to_pylist() if batch.schema.get_field_index(n) >= 0 else [None] * count
-                           for n in names]
-                values = list(zip(*columns)) if columns else [()] * count
-            found += [v + (first + i, partition.ts) for i, v in enumerate(values)]
-            first += count
-        return found
+    schema = to_arrow_schema(change_schema(view_columns), timezone="UTC")
+    width = len(view_columns)
+    for start in range(0, len(rows), ROWS_PER_BATCH):
+        chunk = list(zip(*rows[start:start + ROWS_PER_BATCH]))
+        arrays = [_array(chunk[i], column["type"], schema.field(i).type) for i, column in enumerate(view_columns)]
+        arrays += [pa.array(chunk[width + i], type=schema.field(width + i).type) for i in range(3)]
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def changes_of(table_id: str, columns: list[dict], names: tuple[str, ...], partition) -> list[tuple] | tuple[str, tuple]:
+    """A partition of a table's changes as `recompute` takes them: the values of its columns `names`, offset and
+    time; for the JSON log, the SELECT that reads them (and its parameters)."""
+    return _logged(table_id, columns, names, partition) if isinstance(partition, OffsetRange) \
+        else _stored_changes(columns, names, partition)
+
+
+def _logged(table_id: str, columns: list[dict], names: tuple[str, ...], partition: OffsetRange) -> tuple[str, tuple]:
+    """The SELECT (and its parameters) of an engine table's logged changes as `_stored_changes` gives them, for
+    SQLite to read without a value passing through Python (a REAL is logged as text that reads back as the same
+    double)."""
+    all_names = [c["name"] for c in columns]
+    picked = []
+    for name in names:
+        value = f"json_extract(row, '$[{all_names.index(name)}]')"
+        affinity = _affinity(next(c["type"] for c in columns if c["name"] == name))
+        picked.append(f"CAST({value} AS REAL)" if affinity == "REAL" else value)
+    return (f"SELECT {', '.join(picked + ['offset', 'ts'])} FROM changes WHERE table_id = ? AND offset > ? "
+            "AND offset <= ?", (table_id, partition.after, partition.upto))
+
+
+def _stored_changes(columns: list[dict], names: tuple[str, ...], partition) -> list[tuple]:
+    """A segment's, a snapshot's or a base's changes as the store keeps values: the columns `names`, offset, time."""
+    from ..ingest.copy import base_batches, stored_rows
+
+    found, first = [], partition.first
+    types = {c["name"]: c["type"] for c in columns}
+    for batch in base_batches(partition.path, partition.skip, partition.take, ROWS_PER_BATCH):
+        count = batch.num_rows
+        if isinstance(partition, BaseRange):
+            values = stored_rows(batch, [Column(n, types[n]) for n in names])
+        else:  # a segment or snapshot holds stored values already
+            assert isinstance(partition, SegmentRange)
+            picked = [batch.column(n).to_pylist() if batch.schema.get_field_index(n) >= 0 else [None] * count
+                      for n in names]
+            values = list(zip(*picked)) if picked else [()] * count
+        found += [v + (first + i, partition.ts) for i, v in enumerate(values)]
+        first += count
+    return found
 
 
 def _array(values, type_name: str, target):
@@ -134,26 +145,43 @@ def _converter(type_name: str, target):
     return lambda v: None if v is None else decode(v).quantize(step, rounding=ROUND_HALF_UP)
 
 
-def recompute(db, view: ViewInput, changes: list[tuple] | tuple[str, tuple]) -> list[tuple]:
-    """The view's changes for the keys its input's `changes` touch (rows of the columns the key reads, offset and
-    time; or a SELECT of them and its parameters): each key's row (diff 1), or its deletion (diff -1: its key's
-    columns, nulls elsewhere), with the newest offset and time of the changes that touched it."""
-    names = [quote(n) for n in view.changed_columns]
-    for table in (CHANGES, TOUCHED):
-        db.execute(f"DROP TABLE IF EXISTS temp.{table}")
+def recompute(db, view: ViewInput, changes: list[tuple] | tuple[str, tuple], touched_sql: str,
+              columns: tuple[str, ...] | None = None, fallback: str | None = None) -> list[tuple]:
+    """The view's changes for the keys a relation's `changes` touch (rows of its `columns`, by default the view's
+    changed_columns, then offset and time; or a SELECT of them and its parameters), found by `touched_sql`: each
+    key's row (diff 1), or its deletion (diff -1: its key's columns, nulls elsewhere), with the newest offset and
+    time of the changes that touched it. `fallback`: when changes touch no key, the statement that gives one (of
+    whatever key: recomputing it changes nothing) to carry their offset."""
+    names = [quote(n) for n in (view.changed_columns if columns is None else columns)]
+    db.execute(f"DROP TABLE IF EXISTS temp.{CHANGES}")
     db.execute(f"CREATE TEMP TABLE {CHANGES} ({', '.join(names + ['_icesink_offset', '_icesink_ts'])})")
     if isinstance(changes, tuple):
         select, parameters = changes
         db.execute(f"INSERT INTO temp.{CHANGES} {select}", parameters)
     else:
         db.executemany(f"INSERT INTO temp.{CHANGES} VALUES ({', '.join('?' * (len(names) + 2))})", changes)
+    try:
+        found = recompute_keys(db, view, touched_sql)
+        if not found and fallback is not None:
+            newest = db.execute(f"SELECT max(_icesink_offset), max(_icesink_ts) FROM temp.{CHANGES}").fetchone()
+            if newest[0] is not None:
+                found = recompute_keys(db, view, fallback, newest)
+        return found
+    finally:
+        db.execute(f"DROP TABLE temp.{CHANGES}")
+
+
+def recompute_keys(db, view: ViewInput, touched_sql: str, parameters: tuple = ()) -> list[tuple]:
+    """The view's rows (or deletions) for the keys `touched_sql` gives (each key's columns, offset and time)."""
+    db.execute(f"DROP TABLE IF EXISTS temp.{TOUCHED}")
     # the query reads the touched keys in turn (its outer loop): they need no index
-    db.execute(f"CREATE TEMP TABLE {TOUCHED} AS {view.touched_sql}")
-    touched = db.execute(f"SELECT * FROM temp.{TOUCHED}").fetchall()
-    width = len(view.key_outputs)
-    found = {tuple(row[width:]): row[:width] for row in db.execute(view.query_sql)}
-    for table in (CHANGES, TOUCHED):
-        db.execute(f"DROP TABLE temp.{table}")
+    db.execute(f"CREATE TEMP TABLE {TOUCHED} AS {touched_sql}", parameters)
+    try:
+        touched = db.execute(f"SELECT * FROM temp.{TOUCHED}").fetchall()
+        width = len(view.key_outputs)
+        found = {tuple(row[width:]): row[:width] for row in db.execute(view.query_sql)}
+    finally:
+        db.execute(f"DROP TABLE temp.{TOUCHED}")
     count = len(view.index_keys)  # one a key expression
     out = []
     for row in touched:
@@ -166,6 +194,22 @@ def recompute(db, view: ViewInput, changes: list[tuple] | tuple[str, tuple]) -> 
     return out
 
 
+def create_indexes(db, view: ViewInput, name: str) -> None:
+    """The indexes a batch looks rows up by: the view's key on its input, and a joined relation's join columns.
+    Building one takes a pass over its relation, once; a key SQLite cannot index (a function it does not know to be
+    deterministic) is indexed by its columns."""
+    for table_id, index, keys in view.indexes:
+        table = quote(storage_name(table_id))
+        try:
+            db.execute(f"CREATE INDEX IF NOT EXISTS {quote(index)} ON {table} ({keys})")
+        except sqlite3.OperationalError as exc:
+            columns = [k for k in view.index_keys if re.fullmatch(r'"(?:[^"]|"")*"|[A-Za-z_]\w*', k)]
+            log.warning("materialized view %s: its key (%s) cannot be indexed (%s)%s", name, keys, exc,
+                        "; indexed by its columns" if columns else "; each key a batch touches reads the whole input")
+            if columns:
+                db.execute(f"CREATE INDEX IF NOT EXISTS {quote(index)} ON {table} ({', '.join(columns)})")
+
+
 class MaterializedViewInput(Input):
     """A sink's view: its input's changes (`base`, that table's own input) as the view's upserts and deletions."""
 
@@ -175,22 +219,7 @@ class MaterializedViewInput(Input):
         super().__init__(catalog, relation, relation)
         self.view, self.base = view, base
         self.frontier_kind = base.frontier_kind
-        self._index(base.log.db)
-
-    def _index(self, db) -> None:
-        """The input's index on the view's key, which each batch looks the keys it touched up by. Building it takes
-        a pass over the input, once; a key SQLite cannot index (a function it does not know to be deterministic) is
-        indexed by its columns."""
-        keys = ", ".join(self.view.index_keys)
-        table, name = quote(storage_name(self.view.input_id)), quote(self.view.index_name)
-        try:
-            db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({keys})")
-        except sqlite3.OperationalError as exc:
-            columns = [k for k in self.view.index_keys if re.fullmatch(r'"(?:[^"]|"")*"|[A-Za-z_]\w*', k)]
-            log.warning("materialized view %s: its key (%s) cannot be indexed (%s)%s", self.relation.name, keys, exc,
-                        "; indexed by its columns" if columns else "; each key a batch touches reads the whole input")
-            if columns:
-                db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({', '.join(columns)})")
+        create_indexes(base.log.db, view, relation.name)
 
     def stream(self, spark, start):
         columns = [c.as_dict() for c in self.relation.descriptor.columns]

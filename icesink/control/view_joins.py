@@ -1,0 +1,228 @@
+"""Planning a sink on a materialized view that joins relations (engine/sources/joined_view.py runs it).
+
+The view's key comes from one relation, the *driving* one: its GROUP BY reads that relation's columns alone, or,
+without GROUP BY, the key is that relation's primary key and every other relation is looked up by its own primary
+key (so each driving row gives at most one row). A change of the driving relation touches the key its row had or
+has; a change of another relation touches the keys of the driving rows it joins, found by following the join's
+equalities from it to the driving relation through the other relations' current rows. Whatever a view row's value
+was derived from, the changed row nearest the driving row on that path reaches it through rows that did not
+change, so every key a change can move is recomputed (docs/views.md, "Joins")."""
+from __future__ import annotations
+
+from collections import deque
+
+from sqlglot import exp
+
+from ..catalog.store import CatalogObject
+from ..engine.tables import storage_name
+from ..model.descriptors import ViewInput, ViewSide
+from .queries import sqlite_sql
+from .view_inputs import (CHANGES, OFFSET, TOUCHED, TOUCHED_ALIAS, TS, Relation, _index_key, _refuse, group_column,
+                          key_column)
+
+
+def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
+    if node is None:
+        return []
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def _aliases(node: exp.Expression) -> set[str]:
+    return {c.table for c in node.find_all(exp.Column)}
+
+
+class Joins:
+    """The join graph of a view's query (`tree`, its columns qualified by their relations' aliases)."""
+
+    def __init__(self, view: CatalogObject, tree: exp.Select, relations: list[Relation], pos: int):
+        self.view, self.tree, self.relations, self.pos = view, tree, relations, pos
+        self.by_alias = {r.alias: r for r in relations}
+        self.nodes = {node.alias_or_name: node for node in
+                      [tree.args["from_"].this, *(j.this for j in tree.args.get("joins") or [])]}
+        self.conditions = [c for j in tree.args.get("joins") or [] for c in _conjuncts(j.args.get("on"))]
+        where = tree.args.get("where")
+        self.conditions += _conjuncts(where.this if where is not None else None)
+        # an equality between expressions over one relation each links the two: (alias, alias, condition)
+        self.edges = []
+        for condition in self.conditions:
+            if isinstance(condition, exp.EQ):
+                left, right = _aliases(condition.left), _aliases(condition.right)
+                if len(left) == 1 and len(right) == 1 and left != right and "" not in left | right:
+                    self.edges.append((left.pop(), right.pop(), condition))
+        self.driving: str | None = None
+        self.parent: dict[str, str] = {}
+        self.order: list[str] = []
+
+    def _name(self, alias: str) -> str:
+        return self.by_alias[alias].obj.name
+
+    def key(self, group_keys: list[exp.Expression] | None) -> list[exp.Expression]:
+        """The view's key, as expressions over the driving relation, which this chooses."""
+        if group_keys is not None:
+            used = set().union(*(_aliases(k) for k in group_keys))
+            if len(used) != 1 or "" in used:
+                _refuse(self.view, "groups by columns of more than one of the relations it joins" if len(used) > 1
+                        else "groups by no column of the relations it joins", self.pos)
+            self.driving, keys = used.pop(), group_keys
+        else:
+            self.driving = next((r.alias for r in self.relations if self._looks_up_the_others(r)), None)
+            if self.driving is None:
+                _refuse(self.view, "joins a relation by other columns than its primary key, without GROUP BY", self.pos)
+            keys = [exp.column(c, table=self.driving, quoted=True)
+                    for c in self.by_alias[self.driving].obj.descriptor.primary_key]
+        driving = self.by_alias[self.driving]
+        if driving.side == "LEFT":
+            _refuse(self.view, f"takes its key from '{driving.obj.name}', the right side of a LEFT JOIN", self.pos)
+        if self._left_joins() and driving is not self.relations[0]:
+            _refuse(self.view, f"takes its key from '{driving.obj.name}', which is not the first relation of a query "
+                    "with LEFT JOIN", self.pos)
+        self._paths()
+        return keys
+
+    def _left_joins(self) -> bool:
+        return any(r.side == "LEFT" for r in self.relations)
+
+    def _looks_up_the_others(self, first: Relation) -> bool:
+        """Whether, from each row of `first`, every other relation is joined by its whole primary key (so the view
+        has at most one row per row of `first`)."""
+        if not first.obj.descriptor.primary_key:
+            return False
+        known, pending = {first.alias}, [r for r in self.relations if r is not first]
+        while pending:
+            found = next((r for r in pending if r.obj.descriptor.primary_key and all(
+                self._equated(r.alias, column, known) for column in r.obj.descriptor.primary_key)), None)
+            if found is None:
+                return False
+            known.add(found.alias)
+            pending.remove(found)
+        return True
+
+    def _equated(self, alias: str, column: str, known: set[str]) -> bool:
+        for condition in self.conditions:
+            if isinstance(condition, exp.EQ):
+                for this, other in ((condition.left, condition.right), (condition.right, condition.left)):
+                    if (isinstance(this, exp.Column) and this.table == alias and this.name == column
+                            and _aliases(other) and _aliases(other) <= known):
+                        return True
+        return False
+
+    def _paths(self) -> None:
+        """Each relation's way to the driving one along the joins' equalities (breadth first, so shortest)."""
+        self.order, seen, queue = [self.driving], {self.driving}, deque([self.driving])
+        while queue:
+            here = queue.popleft()
+            for a, b, _ in self.edges:
+                for this, other in ((a, b), (b, a)):
+                    if this == here and other not in seen:
+                        seen.add(other)
+                        self.parent[other] = here
+                        self.order.append(other)
+                        queue.append(other)
+        unjoined = [r for r in self.relations if r.alias not in seen]
+        if unjoined:
+            _refuse(self.view, f"joins '{unjoined[0].obj.name}' to the other relations without an equality", self.pos)
+
+    # ------------------------------------------------------------ the statements
+    def view_input(self, keys: list[exp.Expression], key_outputs, index_keys) -> ViewInput:
+        sides: dict[str, list[exp.Select]] = {}
+        columns: dict[str, set[str]] = {}
+        for r in self.relations:
+            select, used = self._touched(r.alias, keys)
+            sides.setdefault(r.obj.id, []).append(select)
+            columns.setdefault(r.obj.id, set()).update(used)
+        driving = self.by_alias[self.driving].obj
+        made = {}
+        for r in self.relations:
+            if r.obj.id not in made:
+                ordered = tuple(c.name for c in r.obj.descriptor.columns if c.name in columns[r.obj.id])
+                made[r.obj.id] = ViewSide(r.obj.id, ordered, self._union(sides[r.obj.id], len(keys)))
+        first = made.pop(driving.id)
+        join_indexes = set()
+        for _, _, condition in self.edges:
+            for side in (condition.left, condition.right):
+                relation = self.by_alias[side.table].obj if isinstance(side, exp.Column) else None
+                primary = relation.descriptor.primary_key if relation is not None else ()
+                if relation is not None and primary[:1] != (side.name,):
+                    join_indexes.add((relation.id, _index_key(side)))
+        return ViewInput(driving.id, first.changed_columns, first.touched_sql, self._query(keys), key_outputs,
+                         index_keys, tuple(made.values()), self._all_keys(keys), tuple(sorted(join_indexes)))
+
+    def _table(self, alias: str) -> exp.Table:
+        return exp.Table(this=exp.to_identifier(storage_name(self.by_alias[alias].obj.id)),
+                         alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+    def _touched(self, alias: str, keys: list[exp.Expression]) -> tuple[exp.Select, set[str]]:
+        """The keys the changes of relation `alias` touch (its changes read as `alias`, the relations on its way to
+        the driving one as they are now), and the columns of its changes that takes."""
+        path = [alias]
+        while path[-1] != self.driving:
+            path.append(self.parent[path[-1]])
+        on_path = set(path)
+        conditions = [c for a, b, c in self.edges if a in on_path and b in on_path]
+        select = exp.select(*[k.copy().as_(key_column(i)) for i, k in enumerate(keys)],
+                            exp.Max(this=exp.column(OFFSET, table=alias)).as_(OFFSET),
+                            exp.Max(this=exp.column(TS, table=alias)).as_(TS))
+        select = select.from_(exp.Table(this=exp.to_identifier(CHANGES), db=exp.to_identifier("temp"),
+                                        alias=exp.TableAlias(this=exp.to_identifier(alias))))
+        for other in path[1:]:
+            select = select.join(self._table(other), join_type="CROSS")
+        if conditions:
+            select = select.where(exp.and_(*[c.copy() for c in conditions]))
+        select = select.group_by(*[exp.Literal.number(i + 1) for i in range(len(keys))])
+        used = {c.name for c in select.find_all(exp.Column) if c.table == alias} - {OFFSET, TS}
+        return select, used
+
+    @staticmethod
+    def _union(selects: list[exp.Select], width: int) -> str:
+        """One relation's touched keys: a self-join reads its changes once per alias."""
+        if len(selects) == 1:
+            return sqlite_sql(selects[0])
+        union = selects[0]
+        for other in selects[1:]:
+            union = exp.union(union, other, distinct=False)
+        names = [key_column(i) for i in range(width)]
+        outer = exp.select(*[exp.column(n) for n in names], exp.Max(this=exp.column(OFFSET)).as_(OFFSET),
+                           exp.Max(this=exp.column(TS)).as_(TS)).from_(union.subquery("_icesink_u"))
+        return sqlite_sql(outer.group_by(*[exp.Literal.number(i + 1) for i in range(width)]))
+
+    def _all_keys(self, keys: list[exp.Expression]) -> str:
+        """Every key the driving relation's rows give now (a sink's first batch), with an offset and time to
+        write them at (the parameters)."""
+        select = exp.select(*[k.copy().as_(key_column(i)) for i, k in enumerate(keys)],
+                            exp.Placeholder().as_(OFFSET), exp.Placeholder().as_(TS))
+        select = select.from_(self._table(self.driving))
+        return sqlite_sql(select.group_by(*[exp.Literal.number(i + 1) for i in range(len(keys))]))
+
+    def _query(self, keys: list[exp.Expression]) -> str:
+        """The view's query for the touched keys alone: the touched keys are the outer loop, the driving relation
+        is looked up by its key's index, and the others by their join columns' indexes."""
+        restricted = self.tree.copy()
+        touched_key = [exp.column(key_column(i), table=TOUCHED_ALIAS) for i in range(len(keys))]
+
+        def as_touched(node: exp.Expression) -> exp.Expression:
+            found = next((i for i, k in enumerate(keys) if node == k), None)
+            return node if found is None else touched_key[found].copy()
+        restricted.set("expressions", [e.transform(as_touched) for e in restricted.expressions])
+        for part in ("group", "having"):
+            if restricted.args.get(part) is not None:
+                restricted.set(part, restricted.args[part].transform(as_touched))
+        on = exp.and_(*[exp.NullSafeEQ(this=k.copy(), expression=exp.column(key_column(i), table=TOUCHED_ALIAS))
+                        for i, k in enumerate(keys)])
+        touched = exp.Table(this=exp.to_identifier(TOUCHED), db=exp.to_identifier("temp"),
+                            alias=exp.TableAlias(this=exp.to_identifier(TOUCHED_ALIAS)))
+        restricted.set("from_", exp.From(this=touched))
+        driving = exp.Join(this=self.nodes[self.driving].copy(), kind="CROSS", on=on)
+        if self._left_joins():  # the driving relation is the first: the joins stay as written, after it
+            restricted.set("joins", [driving, *(j.copy() for j in self.tree.args.get("joins") or [])])
+        else:  # inner joins: in the order that reaches each relation from the driving one, conditions in WHERE
+            restricted.set("joins", [driving, *(exp.Join(this=self.nodes[a].copy(), kind="CROSS")
+                                                for a in self.order[1:])])
+            if self.conditions:
+                restricted.set("where", exp.Where(this=exp.and_(*[c.copy() for c in self.conditions])))
+        restricted.set("expressions", restricted.expressions + [k.as_(group_column(i))
+                                                                for i, k in enumerate(touched_key)])
+        return sqlite_sql(restricted)

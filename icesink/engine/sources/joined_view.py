@@ -1,0 +1,141 @@
+"""Input kind 'materialized-view' for a view that joins relations of icesink's store (engine tables, tables a
+Postgres source replicates): the changes of all of them, in the store's one sequence of offsets, as the view's
+upserts and deletions. A partition holds one relation's changes; on an executor it finds the view's keys they touch
+(control/view_joins.py wrote how, per relation) and recomputes those keys from the relations' current rows, as
+view.py does for a view over one table. A sink's first batch recomputes every key the driving relation has.
+
+Offsets are the store's, shared by its tables, so one offset is the frontier of all the view's relations: a batch
+reads each relation's changes up to it, and the sink acknowledges it to each."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+from ...catalog.store import Catalog, CatalogObject
+from ...model.descriptors import ViewInput
+from .base import Input
+from .engine_table import EngineTableInput, EngineTableReader, change_schema
+from .view import changes_of, create_indexes, recompute, recompute_keys, view_batches
+
+
+class Changes(InputPartition):
+    """A partition of the changes of the view's relation number `side` (0: the one its key comes from)."""
+
+    def __init__(self, side: int, part: InputPartition):
+        super().__init__((side, part.value))
+        self.side, self.part = side, part
+
+
+class AllKeys(InputPartition):
+    """Every key of the view, recomputed at offset `upto` (a sink's first batch)."""
+
+    def __init__(self, upto: int, ts: int):
+        super().__init__((upto, ts))
+        self.upto, self.ts = upto, ts
+
+
+class JoinedViewSource(DataSource):
+    """Options: data_dir, start (exclusive offset), view (ViewInput's JSON), view_columns, and relations: a JSON
+    list of {table_id, columns} in the order of ViewInput.table_ids."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "icesink_joined_view"
+
+    def schema(self):
+        return change_schema(json.loads(self.options["view_columns"]))
+
+    def streamReader(self, schema) -> "JoinedViewReader":
+        return JoinedViewReader(self.options)
+
+
+class JoinedViewReader(DataSourceStreamReader):
+    def __init__(self, options):
+        self.data_dir = Path(options["data_dir"])
+        self.start = int(options.get("start", "0"))
+        self.view = ViewInput.from_json(json.loads(options["view"]))
+        self.view_columns = json.loads(options["view_columns"])
+        self.relations = json.loads(options["relations"])
+        # each relation's changes as its own reader finds them (its log, segments and base; never a snapshot: the
+        # first batch recomputes every key instead)
+        self.readers = [EngineTableReader({"data_dir": options["data_dir"], "table_id": r["table_id"],
+                                           "columns": json.dumps(r["columns"]), "start": options.get("start", "0")})
+                        for r in self.relations]
+
+    def initialOffset(self) -> dict:
+        return {"offset": self.start}
+
+    def latestOffset(self) -> dict:
+        from ..tables import TableStore
+
+        store = TableStore(self.data_dir)
+        try:
+            return {"offset": max([self.start, *(store.latest_offset(r["table_id"]) for r in self.relations)])}
+        finally:
+            store.close()
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        if start["offset"] == 0:
+            return [AllKeys(end["offset"], int(time.time() * 1000))]
+        return [Changes(side, part) for side, reader in enumerate(self.readers)
+                for part in reader.partitions(start, end)]
+
+    def read(self, partition):
+        from ..tables import TableStore
+
+        store = TableStore(self.data_dir)
+        try:
+            if isinstance(partition, AllKeys):
+                rows = recompute_keys(store.db, self.view, self.view.all_keys_sql, (partition.upto, partition.ts))
+            else:
+                side = ([self.view] + list(self.view.others))[partition.side]
+                changes = changes_of(self.relations[partition.side]["table_id"],
+                                     self.relations[partition.side]["columns"], side.changed_columns, partition.part)
+                rows = recompute(store.db, self.view, changes, side.touched_sql, side.changed_columns,
+                                 fallback=f"SELECT * FROM ({self.view.all_keys_sql}) LIMIT 1")
+        finally:
+            store.close()
+        yield from view_batches(rows, self.view_columns)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: the sink acknowledges what it committed to Iceberg, not what Spark read."""
+
+
+class JoinedViewInput(Input):
+    """A sink's view over several relations, each read through its own input (`relations`, in the order of
+    ViewInput.table_ids) for acknowledgements and resumption."""
+
+    upsert_stream = True  # each change of the view replaces its key's row
+
+    def __init__(self, catalog: Catalog, relation: CatalogObject, view: ViewInput,
+                 relations: list[EngineTableInput]):
+        super().__init__(catalog, relation, relation)
+        self.view, self.relations = view, relations
+        self.frontier_kind = relations[0].frontier_kind
+        create_indexes(relations[0].log.db, view, relation.name)
+
+    def stream(self, spark, start):
+        tables = [{"table_id": r.relation.id, "columns": [c.as_dict() for c in r.relation.descriptor.columns]}
+                  for r in self.relations]
+        return (spark.readStream.format(JoinedViewSource.name())
+                .option("data_dir", str(Path(self.catalog.data_dir).resolve())).option("start", str(start.offset))
+                .option("view", json.dumps(self.view.to_json())).option("relations", json.dumps(tables))
+                .option("view_columns", json.dumps([c.as_dict() for c in self.relation.descriptor.columns])).load())
+
+    def holds_changes_after(self, frontier) -> bool:
+        return any(r.holds_changes_after(frontier) for r in self.relations)
+
+    def check_resume(self, frontier) -> None:
+        for r in self.relations:
+            r.check_resume(frontier)
+
+    def acknowledge(self, sink_id: str, frontier) -> None:
+        for r in self.relations:
+            r.acknowledge(sink_id, frontier)
+
+    def close(self) -> None:
+        for r in self.relations:
+            r.close()
