@@ -35,6 +35,7 @@ SELECT u.region, COUNT(*) AS events, SUM(e.amount) AS total, COUNT(DISTINCT e.us
 FROM user_events e JOIN users u ON e.user_id = u.id WHERE e.amount > 1 GROUP BY u.region;
 CREATE MATERIALIZED VIEW enriched AS SELECT e.id, e.amount, u.region, w.region AS buddy_region
 FROM user_events e LEFT JOIN users u ON u.id = e.user_id LEFT JOIN users w ON w.id = e.user_id + 1;
+CREATE MATERIALIZED VIEW pairs AS SELECT DISTINCT user_id, session_id FROM user_events WHERE amount > 5;
 CREATE SINK summary_lake FROM user_activity_summary INTO ICEBERG CATALOG CONNECTION lake
   (NAMESPACE 'views', TABLE 'summary') KEY (user_id, hour) MODE UPSERT WITH (COMMIT INTERVAL '1s');
 CREATE SINK spenders_lake FROM big_spenders INTO ICEBERG CATALOG CONNECTION lake
@@ -43,6 +44,8 @@ CREATE SINK recent_lake FROM recent INTO ICEBERG CATALOG CONNECTION lake
   (NAMESPACE 'views', TABLE 'recent') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
 CREATE SINK regions_lake FROM region_totals INTO ICEBERG CATALOG CONNECTION lake
   (NAMESPACE 'views', TABLE 'regions') KEY (region) MODE UPSERT WITH (COMMIT INTERVAL '1s', WRITE MODE 'merge-on-read');
+CREATE SINK pairs_lake FROM pairs INTO ICEBERG CATALOG CONNECTION lake
+  (NAMESPACE 'views', TABLE 'pairs') KEY (user_id, session_id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
 CREATE SINK enriched_lake FROM enriched INTO ICEBERG CATALOG CONNECTION lake
   (NAMESPACE 'views', TABLE 'enriched') KEY (id) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1s');
 """
@@ -52,7 +55,8 @@ VIEWS = {"summary_lake": ("user_activity_summary", "user_id, hour, event_count, 
          "spenders_lake": ("big_spenders", "cohort, total, least, mean_id, s1_events", "cohort"),
          "recent_lake": ("recent", "id, user_id, amount", "id"),
          "regions_lake": ("region_totals", "region, events, total, active_users", "region"),
-         "enriched_lake": ("enriched", "id, amount, region, buddy_region", "id")}
+         "enriched_lake": ("enriched", "id, amount, region, buddy_region", "id"),
+         "pairs_lake": ("pairs", "user_id, session_id", "user_id, session_id")}
 JOINED = {"regions_lake", "enriched_lake"}
 
 

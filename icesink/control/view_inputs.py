@@ -136,18 +136,24 @@ def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], m
             keys.append(node)
     elif tree.find(exp.AggFunc):
         _refuse(view, "aggregates without GROUP BY", pos)
+    # SELECT DISTINCT without GROUP BY is grouped by its columns, unless it keeps the key of the rows it reads
+    distinct = [o.copy() for o in outputs] if keys is None and tree.args.get("distinct") is not None else None
     joins = None
     if len(relations) > 1:
         from .view_joins import Joins
 
         joins = Joins(view, tree, relations, pos)
-        keys = joins.key(keys)
+        keys = joins.key(keys, distinct)
     elif keys is None:
         source = relations[0].obj
         primary = source.descriptor.primary_key
-        if not primary:
+        kept = {o.name for o in outputs if isinstance(o, exp.Column)}
+        if distinct is not None and not (primary and set(primary) <= kept):
+            keys = distinct
+        elif not primary:
             _refuse(view, f"has no GROUP BY, over '{source.name}', which has no primary key", pos)
-        keys = [exp.column(c, table=relations[0].alias, quoted=True) for c in primary]
+        else:
+            keys = [exp.column(c, table=relations[0].alias, quoted=True) for c in primary]
     shown = [k.sql() for k in keys]
     key_outputs = tuple(next((i for i, k in enumerate(shown) if _same(o, keys[i])), None) for o in outputs)
     missing = [shown[i] for i in range(len(keys)) if i not in key_outputs]

@@ -60,8 +60,15 @@ class Joins:
     def _name(self, alias: str) -> str:
         return self.by_alias[alias].obj.name
 
-    def key(self, group_keys: list[exp.Expression] | None) -> list[exp.Expression]:
-        """The view's key, as expressions over the driving relation, which this chooses."""
+    def key(self, group_keys: list[exp.Expression] | None,
+            distinct: list[exp.Expression] | None = None) -> list[exp.Expression]:
+        """The view's key, as expressions over the driving relation, which this chooses; `distinct`: the columns of
+        a SELECT DISTINCT, its key when no relation's primary key keys it."""
+        if group_keys is None and distinct is not None:
+            driving = next((r for r in self.relations if self._looks_up_the_others(r)), None)
+            kept = {(o.table, o.name) for o in distinct if isinstance(o, exp.Column)}
+            if driving is None or not all((driving.alias, c) in kept for c in driving.obj.descriptor.primary_key):
+                group_keys = distinct
         if group_keys is not None:
             used = set().union(*(_aliases(k) for k in group_keys))
             if len(used) != 1 or "" in used:
