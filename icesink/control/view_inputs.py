@@ -77,20 +77,70 @@ def _relation(binder: Binder, view: CatalogObject, ref, side: str, pos: int) -> 
     source_id = getattr(found.descriptor, "source_id", None)
     source = binder.catalog.get_by_id(source_id) if source_id else None
     replicated = found.kind in ("subsource", "table") and source is not None and source.type == "postgres"
-    if not (is_engine_table(found) or replicated):
+    if not (is_engine_table(found) or replicated or found.kind == "materialized-view"):
         if found.kind == "source":
             what = f"{found.type.replace('-', ' ')} source '{found.name}'"
         elif source is not None:
             what = f"{KIND_WORDS[found.kind]} '{found.name}' of {source.type.replace('-', ' ')} source '{source.name}'"
         else:
-            what = f"{KIND_WORDS[found.kind]} '{found.name}'" + (
-                " (a view over a view)" if found.kind == "materialized-view" else "")
+            what = f"{KIND_WORDS[found.kind]} '{found.name}'"
         _refuse(view, f"reads {what}", pos)
     return Relation(_alias(ref).value, found, side)
 
 
 def _alias(ref: ast.TableRef) -> ast.Name:
     return ref.alias if ref.alias is not None else ref.name.parts[-1]
+
+
+def _render(binder: Binder, view: CatalogObject, reading: CatalogObject, pos: int,
+            tables: dict[str, CatalogObject] | None = None) -> tuple[exp.Select, list[Relation]]:
+    """The query of `reading` (the view, or a view it reads) as sqlglot's tree over the store's tables, and the
+    relations it reads. A view it reads is merged into it (its columns' expressions and conditions take its place)
+    when it only filters, projects and joins; one that cannot be merged is refused."""
+    query = parse_statement(reading.descriptor.query_sql).query
+    relations = _inputs_of(binder, view, query, pos)
+    by_name = {r.alias: r for r in relations}
+    tables = {} if tables is None else tables
+
+    def name_table(inner: ast.TableRef, nested: bool = True) -> exp.Expression:
+        alias = _alias(inner)
+        found = by_name[alias.value].obj
+        if found.kind == "materialized-view" and nested:
+            inner_tree, _ = _render(binder, view, found, pos, tables)
+            return exp.Subquery(this=inner_tree, alias=exp.TableAlias(this=identifier(alias)))
+        tables[storage_name(found.id)] = found
+        return exp.Table(this=exp.to_identifier(storage_name(found.id)), alias=exp.TableAlias(this=identifier(alias)))
+    flat = render.query(query, lambda inner: name_table(inner, nested=False))
+    if flat.find(exp.Subquery, exp.Exists) or len(list(flat.find_all(exp.Select))) > 1:
+        _refuse(view, "has a subquery", pos)
+    if not any(r.obj.kind == "materialized-view" for r in relations):
+        return flat, relations
+    tree = render.query(query, name_table)
+    if reading is not view:
+        return tree, relations
+    return _merged(view, tree, tables, relations, pos)
+
+
+def _merged(view: CatalogObject, tree: exp.Select, tables: dict[str, CatalogObject], relations: list[Relation],
+            pos: int) -> tuple[exp.Select, list[Relation]]:
+    """`tree` with the views it reads (subqueries in FROM) merged into it, and the tables it then reads."""
+    from sqlglot.optimizer.merge_subqueries import merge_subqueries
+    from sqlglot.optimizer.qualify import qualify
+
+    schema = {name: {c.name: "TEXT" for c in obj.descriptor.columns} for name, obj in tables.items()}
+    tree = merge_subqueries(qualify(tree, schema=schema, quote_identifiers=False, validate_qualify_columns=False))
+    merged = []
+    joins = tree.args.get("joins") or []
+    for node, side in [(tree.args["from_"].this, "FROM"), *((j.this, j.side or "INNER") for j in joins)]:
+        if not isinstance(node, exp.Table):
+            inner = next((r.obj for r in relations if r.alias == node.alias_or_name), None)
+            what = f"materialized view '{inner.name}'" if inner is not None else "a view"
+            _refuse(view, f"reads {what}, which it cannot be merged with (a view read by a view may filter, project "
+                    "and join, not group, aggregate or have DISTINCT or LIMIT)", pos)
+        merged.append(Relation(node.alias_or_name, tables[node.name], "LEFT" if side == "LEFT" else side))
+    if tree.find(exp.Subquery, exp.Exists):
+        _refuse(view, "has a subquery", pos)
+    return tree, merged
 
 
 def _unaliased(node: exp.Expression) -> exp.Expression:
@@ -102,17 +152,7 @@ def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], m
     if mode != "upsert":
         raise NotSupportedYet(f"a sink on materialized view '{view.name}' writes MODE UPSERT, keyed by the view's key; "
                               "MODE APPEND (which writes each change's retraction) is not supported yet on a view", pos)
-    query = parse_statement(view.descriptor.query_sql).query
-    relations = _inputs_of(binder, view, query, pos)
-    by_name = {r.alias: r for r in relations}
-
-    def name_table(inner: ast.TableRef) -> exp.Expression:
-        alias = _alias(inner)
-        return exp.Table(this=exp.to_identifier(storage_name(by_name[alias.value].obj.id)),
-                         alias=exp.TableAlias(this=identifier(alias)))
-    tree = render.query(query, name_table)
-    if tree.find(exp.Subquery, exp.Exists) or len(list(tree.find_all(exp.Select))) > 1:
-        _refuse(view, "has a subquery", pos)
+    tree, relations = _render(binder, view, view, pos)
     tree.set("order", None)  # a view's rows have no order
     _expand_stars(tree, relations)
     if len(relations) > 1:
