@@ -7,6 +7,7 @@ that keeps its input's primary key (projections, `WHERE`, `DISTINCT`), whose key
 recomputes only the keys its changes touch."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -92,12 +93,11 @@ def _alias(ref: ast.TableRef) -> ast.Name:
     return ref.alias if ref.alias is not None else ref.name.parts[-1]
 
 
-def _render(binder: Binder, view: CatalogObject, reading: CatalogObject, pos: int,
-            tables: dict[str, CatalogObject] | None = None) -> tuple[exp.Select, list[Relation]]:
-    """The query of `reading` (the view, or a view it reads) as sqlglot's tree over the store's tables, and the
-    relations it reads. A view it reads is merged into it (its columns' expressions and conditions take its place)
-    when it only filters, projects and joins; one that cannot be merged is refused."""
-    query = parse_statement(reading.descriptor.query_sql).query
+def _render(binder: Binder, view: CatalogObject, query: ast.Query, pos: int,
+            tables: dict[str, CatalogObject] | None = None, top: bool = True) -> tuple[exp.Select, list[Relation]]:
+    """`query` (the view's, or that of a view it reads: not `top`) as sqlglot's tree over the store's tables, and
+    the relations it reads. A view it reads is merged into it (its columns' expressions and conditions take its
+    place) when it only filters, projects and joins; one that cannot be merged is refused."""
     relations = _inputs_of(binder, view, query, pos)
     by_name = {r.alias: r for r in relations}
     tables = {} if tables is None else tables
@@ -106,7 +106,8 @@ def _render(binder: Binder, view: CatalogObject, reading: CatalogObject, pos: in
         alias = _alias(inner)
         found = by_name[alias.value].obj
         if found.kind == "materialized-view" and nested:
-            inner_tree, _ = _render(binder, view, found, pos, tables)
+            inner_tree, _ = _render(binder, view, parse_statement(found.descriptor.query_sql).query, pos, tables,
+                                    top=False)
             return exp.Subquery(this=inner_tree, alias=exp.TableAlias(this=identifier(alias)))
         tables[storage_name(found.id)] = found
         return exp.Table(this=exp.to_identifier(storage_name(found.id)), alias=exp.TableAlias(this=identifier(alias)))
@@ -116,7 +117,7 @@ def _render(binder: Binder, view: CatalogObject, reading: CatalogObject, pos: in
     if not any(r.obj.kind == "materialized-view" for r in relations):
         return flat, relations
     tree = render.query(query, name_table)
-    if reading is not view:
+    if not top:
         return tree, relations
     return _merged(view, tree, tables, relations, pos)
 
@@ -152,14 +153,69 @@ def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], m
     if mode != "upsert":
         raise NotSupportedYet(f"a sink on materialized view '{view.name}' writes MODE UPSERT, keyed by the view's key; "
                               "MODE APPEND (which writes each change's retraction) is not supported yet on a view", pos)
-    tree, relations = _render(binder, view, view, pos)
+    query = parse_statement(view.descriptor.query_sql).query
+    names = [c.name for c in view.descriptor.columns]
+    if len(query.cores) > 1:
+        return _plan_union(binder, view, query, key, names, pos)
+    branch = _branch(binder, view, query, names, pos)
+    _check_key(view, branch, names, key, pos)
+    if branch.joins is not None:
+        from .view_joins import view_input
+
+        return view_input([(branch.joins, branch.keys)], branch.key_outputs, branch.index_keys)
+    source, relation = branch.relations[0].obj, branch.relations[0]
+    return ViewInput(source.id, *_statements(branch.tree, branch.keys, relation.alias,
+                                              [c.name for c in source.descriptor.columns]),
+                     branch.key_outputs, branch.index_keys)
+
+
+def _plan_union(binder: Binder, view: CatalogObject, query: ast.Query, key: tuple[str, ...], names: list[str],
+                pos: int) -> ViewInput:
+    """A UNION [ALL] of queries each keyed as a view of its own would be, by the same columns: a key's row is any
+    branch's (rows sharing a key across branches make the key NOT ENFORCED's: one of them is kept)."""
+    from .view_joins import view_input
+
+    combined = next((o for o in query.set_operators if o not in ("UNION", "UNION ALL")), None)
+    if combined is not None:
+        _refuse(view, f"combines queries with {combined}", pos)
+    if query.limit is not None or query.offset is not None:
+        _refuse(view, "has LIMIT or OFFSET", pos)
+    branches = [_branch(binder, view, ast.Query(cores=(core,)), names, pos, joined=True) for core in query.cores]
+    # a column each query gives a constant of, named in the KEY, tells the queries' rows apart: part of the key
+    constant = [j for j, name in enumerate(names) if name in key and all(
+        isinstance(_unaliased(b.tree.expressions[j]), exp.Literal) for b in branches)]
+    if constant:
+        branches = [_keyed(view, dataclasses.replace(b, keys=b.keys + [_unaliased(b.tree.expressions[j]).copy()
+                                                                       for j in constant]), pos) for b in branches]
+    first = branches[0]
+    if any(b.key_outputs != first.key_outputs for b in branches[1:]):
+        _refuse(view, "combines queries whose keys are not the same columns", pos)
+    _check_key(view, first, names, key, pos)
+    return view_input([(b.joins, b.keys) for b in branches], first.key_outputs, first.index_keys)
+
+
+@dataclass
+class _Branch:
+    """One query of a view (the view's, or one of its UNION's) as planned: its tree over the store's tables, the
+    relations it reads, its key, which of its columns is which key expression, and its join graph (`joins`; None
+    for a query over one table that is not part of a UNION)."""
+    tree: exp.Select
+    relations: list[Relation]
+    keys: list[exp.Expression]
+    key_outputs: tuple
+    index_keys: tuple[str, ...]
+    joins: object = None
+
+
+def _branch(binder: Binder, view: CatalogObject, query: ast.Query, names: list[str], pos: int,
+            joined: bool = False) -> _Branch:
+    tree, relations = _render(binder, view, query, pos)
     tree.set("order", None)  # a view's rows have no order
     _expand_stars(tree, relations)
-    if len(relations) > 1:
+    if len(relations) > 1 or joined:
         _qualify(tree, relations)
     columns = {c.name for r in relations for c in r.obj.descriptor.columns}
     outputs = [_unaliased(e) for e in tree.expressions]
-    names = [c.name for c in view.descriptor.columns]
     if len(outputs) != len(names):
         raise PlanError(f"materialized view '{view.name}' selects * from a relation that has gained columns since "
                         "the view was created: recreate the view to sink it", pos)
@@ -179,7 +235,7 @@ def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], m
     # SELECT DISTINCT without GROUP BY is grouped by its columns, unless it keeps the key of the rows it reads
     distinct = [o.copy() for o in outputs] if keys is None and tree.args.get("distinct") is not None else None
     joins = None
-    if len(relations) > 1:
+    if len(relations) > 1 or joined:
         from .view_joins import Joins
 
         joins = Joins(view, tree, relations, pos)
@@ -194,21 +250,37 @@ def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], m
             _refuse(view, f"has no GROUP BY, over '{source.name}', which has no primary key", pos)
         else:
             keys = [exp.column(c, table=relations[0].alias, quoted=True) for c in primary]
-    shown = [k.sql() for k in keys]
-    key_outputs = tuple(next((i for i, k in enumerate(shown) if _same(o, keys[i])), None) for o in outputs)
-    missing = [shown[i] for i in range(len(keys)) if i not in key_outputs]
+    return _keyed(view, _Branch(tree, relations, keys, (), (), joins), pos)
+
+
+def _keyed(view: CatalogObject, branch: _Branch, pos: int) -> _Branch:
+    """`branch` with which of its columns is which key expression, and the key as an index takes it (a constant is
+    no part of an index)."""
+    keys, outputs = branch.keys, [_unaliased(e) for e in branch.tree.expressions]
+    key_outputs = tuple(next((i for i in range(len(keys)) if _same(o, keys[i])), None) for o in outputs)
+    missing = [_shown(keys[i]) for i in range(len(keys)) if i not in key_outputs]
     if missing:
         _refuse(view, f"leaves its key ({missing[0]}) out of its columns", pos)
-    keyed = {names[j] for j, i in enumerate(key_outputs) if i is not None}
+    return dataclasses.replace(branch, key_outputs=key_outputs, index_keys=index_keys(keys))
+
+
+def index_keys(keys: list[exp.Expression]) -> tuple[str, ...]:
+    return tuple(_index_key(k) for k in keys if k.find(exp.Column))
+
+
+def _shown(key: exp.Expression) -> str:
+    """A key expression as a message names it (without the quotes the planner gave its names)."""
+    key = key.copy()
+    for name in key.find_all(exp.Identifier):
+        name.set("quoted", False)
+    return key.sql()
+
+
+def _check_key(view: CatalogObject, branch: _Branch, names: list[str], key: tuple[str, ...], pos: int) -> None:
+    keyed = {names[j] for j, i in enumerate(branch.key_outputs) if i is not None}
     if set(key) != keyed:
         raise PlanError(f"a sink on materialized view '{view.name}' is keyed by the view's key: KEY "
                         f"({', '.join(n for n in names if n in keyed)}), not KEY ({', '.join(key)})", pos)
-    index_keys = tuple(_index_key(k) for k in keys)
-    if joins is not None:
-        return joins.view_input(keys, key_outputs, index_keys)
-    source = relations[0].obj
-    return ViewInput(source.id, *_statements(tree, keys, relations[0].alias,
-                                              [c.name for c in source.descriptor.columns]), key_outputs, index_keys)
 
 
 def _index_key(key: exp.Expression) -> str:

@@ -18,7 +18,7 @@ from ..engine.tables import storage_name
 from ..model.descriptors import ViewInput, ViewSide
 from .queries import sqlite_sql
 from .view_inputs import (CHANGES, OFFSET, TOUCHED, TOUCHED_ALIAS, TS, Relation, _index_key, _refuse, group_column,
-                          key_column)
+                          index_keys, key_column)
 
 
 def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
@@ -57,9 +57,6 @@ class Joins:
         self.parent: dict[str, str] = {}
         self.order: list[str] = []
 
-    def _name(self, alias: str) -> str:
-        return self.by_alias[alias].obj.name
-
     def key(self, group_keys: list[exp.Expression] | None,
             distinct: list[exp.Expression] | None = None) -> list[exp.Expression]:
         """The view's key, as expressions over the driving relation, which this chooses; `distinct`: the columns of
@@ -77,6 +74,9 @@ class Joins:
             self.driving, keys = used.pop(), group_keys
         else:
             self.driving = next((r.alias for r in self.relations if self._looks_up_the_others(r)), None)
+            if self.driving is None and len(self.relations) == 1:
+                _refuse(self.view, f"has no GROUP BY, over '{self.relations[0].obj.name}', which has no primary key",
+                        self.pos)
             if self.driving is None:
                 _refuse(self.view, "joins a relation by other columns than its primary key, without GROUP BY", self.pos)
             keys = [exp.column(c, table=self.driving, quoted=True)
@@ -134,29 +134,26 @@ class Joins:
             _refuse(self.view, f"joins '{unjoined[0].obj.name}' to the other relations without an equality", self.pos)
 
     # ------------------------------------------------------------ the statements
-    def view_input(self, keys: list[exp.Expression], key_outputs, index_keys) -> ViewInput:
-        sides: dict[str, list[exp.Select]] = {}
-        columns: dict[str, set[str]] = {}
+    def touched(self, keys: list[exp.Expression], sides: dict[str, tuple]) -> None:
+        """Adds, per table, the queries of the keys its changes touch (one a alias) and the columns they read to
+        `sides` (table id -> (table, queries, columns))."""
         for r in self.relations:
             select, used = self._touched(r.alias, keys)
-            sides.setdefault(r.obj.id, []).append(select)
-            columns.setdefault(r.obj.id, set()).update(used)
-        driving = self.by_alias[self.driving].obj
-        made = {}
-        for r in self.relations:
-            if r.obj.id not in made:
-                ordered = tuple(c.name for c in r.obj.descriptor.columns if c.name in columns[r.obj.id])
-                made[r.obj.id] = ViewSide(r.obj.id, ordered, self._union(sides[r.obj.id], len(keys)))
-        first = made.pop(driving.id)
-        join_indexes = set()
+            _, selects, columns = sides.setdefault(r.obj.id, (r.obj, [], set()))
+            selects.append(select)
+            columns.update(used)
+
+    def indexes(self, keys: list[exp.Expression]) -> set[tuple[str, str]]:
+        """(table, expressions) of the indexes a batch looks rows up by: the key's, on the driving table, and each
+        join column's that is not the first of its table's primary key."""
+        found = {(self.by_alias[self.driving].obj.id, ", ".join(index_keys(keys)))}
         for _, _, condition in self.edges:
             for side in (condition.left, condition.right):
                 relation = self.by_alias[side.table].obj if isinstance(side, exp.Column) else None
                 primary = relation.descriptor.primary_key if relation is not None else ()
                 if relation is not None and primary[:1] != (side.name,):
-                    join_indexes.add((relation.id, _index_key(side)))
-        return ViewInput(driving.id, first.changed_columns, first.touched_sql, self._query(keys), key_outputs,
-                         index_keys, tuple(made.values()), self._all_keys(keys), tuple(sorted(join_indexes)))
+                    found.add((relation.id, _index_key(side)))
+        return found
 
     def _table(self, alias: str) -> exp.Table:
         return exp.Table(this=exp.to_identifier(storage_name(self.by_alias[alias].obj.id)),
@@ -184,27 +181,23 @@ class Joins:
         return select, used
 
     @staticmethod
-    def _union(selects: list[exp.Select], width: int) -> str:
+    def union(selects: list[exp.Select], width: int) -> str:
         """One relation's touched keys: a self-join reads its changes once per alias."""
         if len(selects) == 1:
             return sqlite_sql(selects[0])
-        union = selects[0]
-        for other in selects[1:]:
-            union = exp.union(union, other, distinct=False)
+        union = _union_all(selects)
         names = [key_column(i) for i in range(width)]
         outer = exp.select(*[exp.column(n) for n in names], exp.Max(this=exp.column(OFFSET)).as_(OFFSET),
                            exp.Max(this=exp.column(TS)).as_(TS)).from_(union.subquery("_icesink_u"))
         return sqlite_sql(outer.group_by(*[exp.Literal.number(i + 1) for i in range(width)]))
 
-    def _all_keys(self, keys: list[exp.Expression]) -> str:
-        """Every key the driving relation's rows give now (a sink's first batch), with an offset and time to
-        write them at (the parameters)."""
-        select = exp.select(*[k.copy().as_(key_column(i)) for i, k in enumerate(keys)],
-                            exp.Placeholder().as_(OFFSET), exp.Placeholder().as_(TS))
+    def keys_tree(self, keys: list[exp.Expression]) -> exp.Select:
+        """Every key the driving relation's rows give now."""
+        select = exp.select(*[k.copy().as_(key_column(i)) for i, k in enumerate(keys)])
         select = select.from_(self._table(self.driving))
-        return sqlite_sql(select.group_by(*[exp.Literal.number(i + 1) for i in range(len(keys))]))
+        return select.group_by(*[exp.Literal.number(i + 1) for i in range(len(keys))])
 
-    def _query(self, keys: list[exp.Expression]) -> str:
+    def query_tree(self, keys: list[exp.Expression]) -> exp.Select:
         """The view's query for the touched keys alone: the touched keys are the outer loop, the driving relation
         is looked up by its key's index, and the others by their join columns' indexes."""
         restricted = self.tree.copy()
@@ -232,4 +225,35 @@ class Joins:
                 restricted.set("where", exp.Where(this=exp.and_(*[c.copy() for c in self.conditions])))
         restricted.set("expressions", restricted.expressions + [k.as_(group_column(i))
                                                                 for i, k in enumerate(touched_key)])
-        return sqlite_sql(restricted)
+        return restricted
+
+
+def view_input(branches: list[tuple[Joins, list[exp.Expression]]], key_outputs, indexed: tuple[str, ...]) -> ViewInput:
+    """The statements of a view over `branches` (a query's, or each of a UNION's, with its key): the keys a table's
+    changes touch in any branch, every branch's rows for the touched keys, and every key of every branch."""
+    sides: dict[str, tuple] = {}
+    indexes: set[tuple[str, str]] = set()
+    for joins, keys in branches:
+        joins.touched(keys, sides)
+        indexes |= joins.indexes(keys)
+    first, keys = branches[0]
+    width = len(keys)
+    driving = first.by_alias[first.driving].obj
+    made = {table_id: ViewSide(table_id, tuple(c.name for c in table.descriptor.columns if c.name in columns),
+                               Joins.union(selects, width))
+            for table_id, (table, selects, columns) in sides.items()}
+    mine = made.pop(driving.id)
+    indexes.discard((driving.id, ", ".join(indexed)))
+    query = _union_all([joins.query_tree(keys) for joins, keys in branches])
+    every = _union_all([joins.keys_tree(keys) for joins, keys in branches], distinct=True)
+    all_keys = exp.select(exp.Star(), exp.Placeholder().as_(OFFSET), exp.Placeholder().as_(TS)).from_(
+        every.subquery("_icesink_u"))
+    return ViewInput(driving.id, mine.changed_columns, mine.touched_sql, sqlite_sql(query), key_outputs, indexed,
+                     tuple(made.values()), sqlite_sql(all_keys), tuple(sorted(indexes)))
+
+
+def _union_all(selects: list[exp.Select], distinct: bool = False) -> exp.Expression:
+    union = selects[0]
+    for other in selects[1:]:
+        union = exp.union(union, other, distinct=distinct)
+    return union

@@ -182,7 +182,7 @@ def recompute_keys(db, view: ViewInput, touched_sql: str, parameters: tuple = ()
         found = {tuple(row[width:]): row[:width] for row in db.execute(view.query_sql)}
     finally:
         db.execute(f"DROP TABLE temp.{TOUCHED}")
-    count = len(view.index_keys)  # one a key expression
+    count = len({i for i in view.key_outputs if i is not None})  # the key's expressions (each is a column)
     out = []
     for row in touched:
         key, offset, ts = row[:count], row[count], row[count + 1]
@@ -203,7 +203,7 @@ def create_indexes(db, view: ViewInput, name: str) -> None:
         try:
             db.execute(f"CREATE INDEX IF NOT EXISTS {quote(index)} ON {table} ({keys})")
         except sqlite3.OperationalError as exc:
-            columns = [k for k in view.index_keys if re.fullmatch(r'"(?:[^"]|"")*"|[A-Za-z_]\w*', k)]
+            columns = [k for k in keys.split(", ") if re.fullmatch(r'"(?:[^"]|"")*"|[A-Za-z_]\w*', k)]
             log.warning("materialized view %s: its key (%s) cannot be indexed (%s)%s", name, keys, exc,
                         "; indexed by its columns" if columns else "; each key a batch touches reads the whole input")
             if columns:
