@@ -18,9 +18,9 @@ from ..errors import CatalogError, IcesinkError, NotSupportedYet, PlanError, fir
 from .binder import KIND_WORDS
 from .copy_from import CopyError, read_rows
 from .postgres_source import resolve_subsources, resolve_table
-from .plans import (AddColumnPlan, AlterConnectionPlan, CopyPlan, CreatePlan, DropPlan, IcebergQueryPlan,
-                    InsertRowsPlan, NoticePlan, QueryPlan, SetSecretPlan, SetVariablePlan, UpdatePlan, ValidatePlan,
-                    WritePlan)
+from .plans import (AddColumnPlan, AlterConnectionPlan, CopyPlan, CreatePlan, DropPlan, GeneratorQueryPlan,
+                    IcebergQueryPlan, InsertRowsPlan, NoticePlan, QueryPlan, SetSecretPlan, SetVariablePlan, UpdatePlan,
+                    ValidatePlan, WritePlan)
 from ..engine.ingest.postgres import (copy_later, drop_slot, forget, not_copied_yet, replicated_relations,
                                       slot_name)
 from ..engine.lifecycle import dropped
@@ -244,12 +244,19 @@ class Executor:
             schema = table_schema(table)
             frame = scan_frame(spark, table, tasks, schema) if tasks else spark.createDataFrame([], schema)
             frame.createOrReplaceTempView(view)
-        try:
-            result = spark.sql(plan.sql)
-            rows = [tuple(row) for row in result.collect()]
-        except Exception as exc:  # Spark's analysis errors carry the user's mistake
-            raise PlanError(str(exc).splitlines()[0]) from None
-        return Result(f"SELECT {len(rows)}", list(result.columns), rows)
+        return _spark_result(spark, plan.sql)
+
+    def _GeneratorQueryPlan(self, plan: GeneratorQueryPlan) -> Result:
+        from ..engine.sources import input_for
+
+        spark = self.spark()
+        for view, relation in plan.relations.items():
+            generated = input_for(self.catalog, relation)
+            try:
+                generated.current(spark).createOrReplaceTempView(view)
+            finally:
+                generated.close()
+        return _spark_result(spark, plan.sql)
 
     def _WritePlan(self, plan: WritePlan) -> Result:
         count = self.tables.write(plan.sql, f"{plan.verb} into table '{plan.table.name}'", plan.positions)
@@ -296,3 +303,12 @@ class Executor:
             raise PlanError(message, plan.column_positions.get(str(exc).removeprefix("no such column: "),
                                                                plan.column_positions.get(message))) from None
         return Result(f"SELECT {len(rows)}", columns, rows)
+
+
+def _spark_result(spark, sql: str) -> Result:
+    try:
+        result = spark.sql(sql)
+        rows = [tuple(row) for row in result.collect()]
+    except Exception as exc:  # Spark's analysis errors carry the user's mistake
+        raise PlanError(str(exc).splitlines()[0]) from None
+    return Result(f"SELECT {len(rows)}", list(result.columns), rows)

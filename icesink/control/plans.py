@@ -94,6 +94,15 @@ class IcebergQueryPlan:
 
 
 @dataclass
+class GeneratorQueryPlan:
+    """A query over load generators' relations (and views over them), run by Spark: each relation's rows now are a
+    temporary view named in `relations`."""
+
+    sql: str  # Spark SQL
+    relations: dict[str, CatalogObject]  # view -> the relation (a load generator source or subsource)
+
+
+@dataclass
 class WritePlan:
     table: CatalogObject
     sql: str  # SQLite over the table's storage, each new value through icesink_in(type, column, value)

@@ -13,12 +13,12 @@ from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
 from ..engine.tables import is_engine_table, storage_name
 from ..grammar import render
 from ..grammar.render import identifier
-from .plans import IcebergQueryPlan, QueryPlan
+from .plans import GeneratorQueryPlan, IcebergQueryPlan, QueryPlan
 from .query import check_qualified_columns, table_refs, walk
 
 _SYSTEM_SCHEMAS = ("mz_catalog", "mz_internal")
-_RUNTIME = ("a query reads engine tables, system views, what Postgres sources replicate and the views over them; "
-            "a load generator's rows exist only as its sinks read them")
+_RUNTIME = ("a query reads engine tables, system views, what Postgres sources replicate and the views over them, "
+            "or load generators and the views over them")
 
 _SHOW = {
     "secrets": ("SELECT name FROM mz_secrets", ""),
@@ -230,6 +230,54 @@ def _plan_iceberg_query(binder: Binder, stmt: ast.Select, refs: list[ast.TableRe
     return IcebergQueryPlan(render.query(stmt.query, name_table).sql(dialect="spark"), views)
 
 
+def _generator_of(binder: Binder, obj) -> bool:
+    """Whether `obj` is a load generator's relation, or a materialized view over one."""
+    if obj is None:
+        return False
+    if obj.kind == "source":
+        return obj.type == "load-generator"
+    source_id = getattr(obj.descriptor, "source_id", None)
+    if source_id:
+        source = binder.catalog.get_by_id(source_id)
+        return source is not None and source.type == "load-generator"
+    if obj.kind == "materialized-view":
+        from ..grammar.parser import parse_statement
+
+        return any(_generator_of(binder, binder.find(ref.name))
+                   for ref in table_refs(parse_statement(obj.descriptor.query_sql).query))
+    return False
+
+
+def _plan_generator_query(binder: Binder, stmt: ast.Select) -> GeneratorQueryPlan:
+    """A query over load generators' relations: Spark generates each one's rows up to now and runs the query (a view
+    over them is inlined)."""
+    from ..grammar.parser import parse_statement
+
+    relations: dict[str, object] = {}
+
+    def name_table(ref: ast.TableRef, depth: int = 0) -> exp.Expression:
+        obj = binder.find(ref.name)
+        alias = exp.TableAlias(this=identifier(ref.alias if ref.alias is not None else ref.name.parts[-1]))
+        if not _generator_of(binder, obj):
+            raise NotSupportedYet(f"a query that reads load generators and \"{ref.name}\" (not one) is not "
+                                  "supported yet", ref.name.pos)
+        if obj.kind == "materialized-view":
+            if depth >= MAX_VIEW_DEPTH:
+                raise PlanError(f"materialized view '{obj.name}' reads views {MAX_VIEW_DEPTH} deep", ref.name.pos)
+            inner = parse_statement(obj.descriptor.query_sql).query
+            return exp.Subquery(this=render.query(inner, lambda r: name_table(r, depth + 1)), alias=alias)
+        view = f"generated_{obj.id}"
+        relations[view] = obj
+        return exp.Table(this=exp.to_identifier(view), alias=alias)
+    tree = render.query(stmt.query, name_table)
+    for select in [tree] if isinstance(tree, exp.Select) else [tree.left, tree.right]:
+        # an expression's column is named as a query over engine tables names it (`COUNT(*)`, not Spark's `count(1)`)
+        if isinstance(select, exp.Select):
+            select.set("expressions", [e if isinstance(e, (exp.Alias, exp.Column, exp.Star)) else
+                                       exp.alias_(e, e.sql(), quoted=True) for e in select.expressions])
+    return GeneratorQueryPlan(tree.sql(dialect="spark"), relations)
+
+
 def _with_shows(binder: Binder, name_table: Callable) -> Callable:
     """`name_table`, and each `(SHOW CREATE …)` in FROM as the system view's row it shows."""
     def name(ref):
@@ -260,6 +308,11 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
                                   shows[0].show.name.pos)
         return _plan_iceberg_query(binder, stmt, refs)
     check_qualified_columns(stmt.query)
+    if any(_generator_of(binder, binder.find(ref.name)) for ref in refs if not ref.name.qualifier):
+        if shows:
+            raise NotSupportedYet("a query that joins load generators with SHOW is not supported yet",
+                                  shows[0].show.name.pos)
+        return _plan_generator_query(binder, stmt)
     replicated: Replicated = []
     name_table, engine_tables = sqlite_tables(binder, refs, replicated)
     if shows and engine_tables:

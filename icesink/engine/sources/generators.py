@@ -14,7 +14,7 @@ import json
 import time
 
 import numpy as np
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 
 from ...model.frontier import Offset
 from . import tpch
@@ -129,6 +129,22 @@ class GeneratorSource(DataSource):
     def streamReader(self, schema):
         return GeneratorReader(self.options)
 
+    def reader(self, schema):
+        return GeneratorBatchReader(self.options)
+
+
+class GeneratorBatchReader(DataSourceReader):
+    """The generator's changes from its first tick up to now, read once (SELECT)."""
+
+    def __init__(self, options):
+        self.changes = GeneratorReader(options)
+
+    def partitions(self):
+        return self.changes.partitions(self.changes.initialOffset(), self.changes.latestOffset())
+
+    def read(self, partition):
+        yield from self.changes.read(partition)
+
 
 class GeneratorReader(DataSourceStreamReader):
     def __init__(self, options):
@@ -238,14 +254,34 @@ class GeneratorInput(Input):
         return Offset(0)
 
     def stream(self, spark, start: Offset):
+        return self._reader(spark.readStream, start).load()
+
+    def _reader(self, reader, start: Offset):
         columns = self.relation.descriptor.columns
         settings = self.origin.descriptor.settings
         # AS OF n: the source starts with n ticks made, as if created n ticks earlier
         start_ms = (int(dt.datetime.fromisoformat(self.origin.created_at).timestamp() * 1000)
                     - (settings.as_of or 0) * (settings.tick_interval_ms or DEFAULT_TICK_MS))
         upstream = getattr(self.relation.descriptor, "upstream", None) if self.relation is not self.origin else ""
-        return (spark.readStream.format(GeneratorSource.name())
+        return (reader.format(GeneratorSource.name())
                 .option("generator", self.generator).option("relation", upstream or "")
                 .option("settings", json.dumps(settings.to_json()))
                 .option("start_ms", str(start_ms)).option("columns", json.dumps([c.as_dict() for c in columns]))
-                .option("start", str(start.offset)).load())
+                .option("start", str(start.offset)))
+
+    def current(self, spark):
+        """The relation's rows now (a SELECT reads them): its changes up to this tick, generated on the executors
+        and consolidated there: each row as many times as its insertions outnumber its retractions, or, for an
+        upsert stream (KEY VALUE), each key's newest value."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        frame = self._reader(spark.read, Offset(0)).load()
+        columns = [c.name for c in self.relation.descriptor.columns]
+        if self.upsert_stream:
+            key = list(getattr(self.relation.descriptor, "primary_key", ())) or columns[:1]
+            newest = Window.partitionBy(*key).orderBy(F.col(OFFSET).desc())
+            return (frame.withColumn("_icesink_n", F.row_number().over(newest)).filter("_icesink_n = 1")
+                    .filter(F.col(DIFF) > 0).select(*columns))
+        counted = frame.groupBy(*columns).agg(F.sum(DIFF).alias("_icesink_n")).filter("_icesink_n > 0")
+        return counted.withColumn("_icesink_r", F.explode(F.sequence(F.lit(1), F.col("_icesink_n")))).select(*columns)
