@@ -18,8 +18,9 @@ from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
 from ..grammar.parser import parse_statement
 from ..grammar.render import identifier
-from ..model.descriptors import ViewInput
+from ..model.descriptors import ViewInput, ViewSide
 from .binder import KIND_WORDS, Binder
+from .query import table_refs
 from .queries import sqlite_sql
 
 CHANGES, TOUCHED, TOUCHED_ALIAS = "_icesink_changes", "_icesink_touched", "_icesink_t"
@@ -104,6 +105,8 @@ def _render(binder: Binder, view: CatalogObject, query: ast.Query, pos: int,
 
     def name_table(inner: ast.TableRef, nested: bool = True) -> exp.Expression:
         alias = _alias(inner)
+        if alias.value not in by_name:  # a relation of a subquery
+            _refuse(view, "has a subquery", pos)
         found = by_name[alias.value].obj
         if found.kind == "materialized-view" and nested:
             inner_tree, _ = _render(binder, view, parse_statement(found.descriptor.query_sql).query, pos, tables,
@@ -155,6 +158,39 @@ def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], m
                               "MODE APPEND (which writes each change's retraction) is not supported yet on a view", pos)
     query = parse_statement(view.descriptor.query_sql).query
     names = [c.name for c in view.descriptor.columns]
+    try:
+        return _plan_incremental(binder, view, query, key, names, pos)
+    except NotSupportedYet as exc:
+        return _plan_recomputed(binder, view, query, key, names, exc)
+
+
+def _plan_recomputed(binder: Binder, view: CatalogObject, query: ast.Query, key: tuple[str, ...], names: list[str],
+                     why: NotSupportedYet) -> ViewInput:
+    """A view whose keys a change cannot be traced to (`why` says what is in the way): recomputed whole when a table
+    it reads changes, and diffed against what the sink last wrote. Its query is a SELECT's over the store; a view
+    SELECT cannot read (over load generators or system views) is refused for `why`."""
+    from .queries import sqlite_tables
+
+    replicated: list = []
+    refs = table_refs(query)
+    try:
+        name_table, engine_tables = sqlite_tables(binder, refs, replicated)
+    except NotSupportedYet:
+        raise why from None
+    if not engine_tables:  # system views
+        raise why
+    tree = render.query(query, name_table)
+    tables = list(dict.fromkeys(t.name[len(storage_name("")):] for t in tree.find_all(exp.Table)
+                                if t.name.startswith(storage_name(""))))
+    if not tables:
+        raise why
+    key_outputs = tuple(key.index(n) if n in key else None for n in names)
+    return ViewInput(tables[0], (), "", sqlite_sql(tree), key_outputs,
+                     others=tuple(ViewSide(t, (), "") for t in tables[1:]), recomputed=True)
+
+
+def _plan_incremental(binder: Binder, view: CatalogObject, query: ast.Query, key: tuple[str, ...], names: list[str],
+                      pos: int) -> ViewInput:
     if len(query.cores) > 1:
         return _plan_union(binder, view, query, key, names, pos)
     branch = _branch(binder, view, query, names, pos)

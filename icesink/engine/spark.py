@@ -53,11 +53,13 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
             from .sources.engine_table import EngineTableSource
             from .sources.generators import GeneratorSource
             from .sources.joined_view import JoinedViewSource
+            from .sources.recomputed_view import RecomputedViewSource
             from .sources.view import ViewSource
 
             _session.dataSource.register(EngineTableSource)
             _session.dataSource.register(GeneratorSource)
             _session.dataSource.register(ViewSource)
             _session.dataSource.register(JoinedViewSource)
+            _session.dataSource.register(RecomputedViewSource)
             log.info("Spark started: master %s", master or "local[*]")
         return _session

@@ -347,7 +347,11 @@ class ViewInput:
 
     A view that joins relations has `others`, the other relations it reads (engine/sources/joined_view.py),
     `all_keys_sql`, every key the view has now (for a sink's first batch), and `join_indexes`, the (relation,
-    column) pairs its joins look rows up by."""
+    column) pairs its joins look rows up by.
+
+    A view whose keys a change cannot be traced to is `recomputed` whole (engine/sources/recomputed_view.py):
+    `query_sql` is its whole query, `key_outputs` places the sink's KEY among its columns, and `input_id` and
+    `others` are the tables it reads."""
     input_id: str
     changed_columns: tuple[str, ...]
     touched_sql: str
@@ -357,6 +361,7 @@ class ViewInput:
     others: tuple[ViewSide, ...] = ()
     all_keys_sql: str = ""
     join_indexes: tuple[tuple[str, str], ...] = ()
+    recomputed: bool = False
 
     @property
     def index_name(self) -> str:
@@ -368,7 +373,7 @@ class ViewInput:
     @property
     def indexes(self) -> list[tuple[str, str, str]]:
         """(relation, index name, indexed expressions) of every index the view's sinks have its relations keep."""
-        found = [(self.input_id, self.index_name, ", ".join(self.index_keys))]
+        found = [(self.input_id, self.index_name, ", ".join(self.index_keys))] if self.index_keys else []
         for table_id, column in self.join_indexes:
             digest = hashlib.sha1(column.encode()).hexdigest()[:12]
             found.append((table_id, f"view_join_{table_id}_{digest}", column))
@@ -385,6 +390,8 @@ class ViewInput:
         if self.others:
             data.update(others=[side.to_json() for side in self.others], all_keys_sql=self.all_keys_sql,
                         join_indexes=[list(pair) for pair in self.join_indexes])
+        if self.recomputed:
+            data["recomputed"] = True
         return data
 
     @classmethod
@@ -394,7 +401,7 @@ class ViewInput:
         return cls(data["input_id"], tuple(data["changed_columns"]), data["touched_sql"], data["query_sql"],
                    tuple(data["key_outputs"]), tuple(data.get("index_keys", ())),
                    tuple(ViewSide.from_json(side) for side in data.get("others", ())), data.get("all_keys_sql", ""),
-                   tuple(tuple(pair) for pair in data.get("join_indexes", ())))
+                   tuple(tuple(pair) for pair in data.get("join_indexes", ())), bool(data.get("recomputed", False)))
 
 
 # ---------------------------------------------------------------- sinks

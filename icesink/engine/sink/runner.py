@@ -73,7 +73,8 @@ class SinkRunner:
             self.committer = Committer(self._load_table, self.sink.id, version, self.descriptor.input_id,
                                        self.descriptor.unnamed_input_id)
             progress = self.committer.resume_point()
-            self.input = input_for(self.catalog, self.catalog.get_by_id(self.descriptor.input_id), self.descriptor.view)
+            self.input = input_for(self.catalog, self.catalog.get_by_id(self.descriptor.input_id), self.descriptor.view,
+                                   self.sink.id)
             # ALTER SINK … SET FROM since the last commit: the new input from its start, which its first commit
             # puts in place of every row the table holds (at once when it holds nothing to wait for)
             switched = progress is not None and not self.committer.counts(progress)

@@ -11,6 +11,7 @@ from .engine_table import EngineTableInput
 from .generators import GeneratorInput
 from .postgres import PostgresSubsourceInput
 from .joined_view import JoinedViewInput
+from .recomputed_view import RESULTS_DIR, RecomputedViewInput
 from .view import MaterializedViewInput
 
 # by the type of the object whose changes a sink reads: an engine table's own, a source's (for its subsources and the
@@ -18,13 +19,20 @@ from .view import MaterializedViewInput
 INPUTS = {"table": EngineTableInput, "load-generator": GeneratorInput, "postgres": PostgresSubsourceInput}
 
 
-def input_for(catalog: Catalog, relation: CatalogObject, view: ViewInput | None = None) -> Input:
-    """The input a sink reads from `relation` (a table, a source, a subsource, or a materialized view, which
+def input_for(catalog: Catalog, relation: CatalogObject, view: ViewInput | None = None,
+              sink_id: str | None = None) -> Input:
+    """The input sink `sink_id` reads from `relation` (a table, a source, a subsource, or a materialized view, which
     `view` says how to compute: the sink's descriptor has it)."""
     if relation.kind == "materialized-view":
         if view is None:
             raise Unsupported(f"this sink was created before sinks on materialized views ran: recreate it to read "
                               f"'{relation.name}'")
+        if view.recomputed:
+            from ..sink import state_dir
+
+            return RecomputedViewInput(catalog, relation, view,
+                                       [input_for(catalog, catalog.get_by_id(t)) for t in view.table_ids],
+                                       state_dir(catalog.data_dir, sink_id) / RESULTS_DIR)
         if view.others:
             return JoinedViewInput(catalog, relation, view,
                                    [input_for(catalog, catalog.get_by_id(table_id)) for table_id in view.table_ids])

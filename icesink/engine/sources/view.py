@@ -76,7 +76,8 @@ def view_batches(rows: list[tuple], view_columns: list[dict]):
         yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def changes_of(table_id: str, columns: list[dict], names: tuple[str, ...], partition) -> list[tuple] | tuple[str, tuple]:
+def changes_of(table_id: str, columns: list[dict], names: tuple[str, ...],
+               partition) -> list[tuple] | tuple[str, tuple]:
     """A partition of a table's changes as `recompute` takes them: the values of its columns `names`, offset and
     time; for the JSON log, the SELECT that reads them (and its parameters)."""
     return _logged(table_id, columns, names, partition) if isinstance(partition, OffsetRange) \
