@@ -233,12 +233,14 @@ def plan_create_sink(binder: Binder, stmt: ast.CreateSink, text: str):
         relation.columns, aws_id, write_mode(with_options, stmt.mode))
     descriptor = dataclasses.replace(descriptor, fold=fold_policy(with_options, FoldPolicy(),
                                                                   descriptor.writer == "merge-on-read"))
+    notices = []
     if input_obj.kind == "materialized-view":
-        descriptor = dataclasses.replace(descriptor, view=plan_view_input(binder, input_obj, descriptor.key,
-                                                                          stmt.mode, stmt.input.pos))
+        view, notice = plan_view_input(binder, input_obj, descriptor.key, stmt.mode, stmt.input.pos)
+        descriptor = dataclasses.replace(descriptor, view=view)
+        notices += [notice] if notice else []
     return CreatePlan("sink", "iceberg", stmt.name.name, statement_sql(stmt), statement_sql(stmt, redacted=True),
                       descriptor, tuple(dict.fromkeys(depends)),
-                      stmt.cluster.value if stmt.cluster else "default", connection.id, stmt.mode)
+                      stmt.cluster.value if stmt.cluster else "default", connection.id, stmt.mode, notices=notices)
 
 
 def alter_sink_input(binder: Binder, sink: CatalogObject, action: ast.SetFrom) -> tuple[SinkDescriptor, ast.CreateSink,
@@ -265,7 +267,7 @@ def alter_sink_input(binder: Binder, sink: CatalogObject, action: ast.SetFrom) -
             raise PlanError(exc.message, action.relation.pos) from None
     depends = (new.id, descriptor.connection_id) + ((descriptor.aws_connection_id,)
                                                     if descriptor.aws_connection_id else ())
-    view = plan_view_input(binder, new, descriptor.key, descriptor.mode, action.relation.pos) \
+    view = plan_view_input(binder, new, descriptor.key, descriptor.mode, action.relation.pos)[0] \
         if new.kind == "materialized-view" else None
     return (dataclasses.replace(descriptor, input_id=new.id, columns=relation.columns, view=view,
                                 first_input_id=descriptor.unnamed_input_id), statement, depends)

@@ -35,10 +35,18 @@ def group_column(index: int) -> str:
     return f"_icesink_g{index}"
 
 
+class NotIncremental(NotSupportedYet):
+    """A view a batch cannot bring up to date from its tables' changes alone; `what` says why ("has a subquery")."""
+
+    def __init__(self, message: str, pos: int, what: str):
+        super().__init__(message, pos)
+        self.what = what
+
+
 def _refuse(view: CatalogObject, what: str, pos: int):
-    raise NotSupportedYet(f"a sink on materialized view '{view.name}', whose query {what}, is not supported yet: a "
-                          "sink reads a view over tables joined by equalities, grouped (GROUP BY) by one table's "
-                          "columns or keeping one table's primary key", pos)
+    raise NotIncremental(f"a sink on materialized view '{view.name}', whose query {what}, is not supported yet: a "
+                         "sink reads a view over tables joined by equalities, grouped (GROUP BY) by one table's "
+                         "columns or keeping one table's primary key", pos, what)
 
 
 @dataclass(frozen=True)
@@ -151,21 +159,25 @@ def _unaliased(node: exp.Expression) -> exp.Expression:
     return node.this if isinstance(node, exp.Alias) else node
 
 
-def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], mode: str, pos: int) -> ViewInput:
-    """How a sink with `key` and `mode` reads `view`; `pos` is where the sink names it."""
+def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], mode: str,
+                    pos: int) -> tuple[ViewInput, str | None]:
+    """How a sink with `key` and `mode` reads `view` (`pos` is where the sink names it), and, for a view it
+    recomputes whole, a notice saying so and why."""
     if mode != "upsert":
         raise NotSupportedYet(f"a sink on materialized view '{view.name}' writes MODE UPSERT, keyed by the view's key; "
                               "MODE APPEND (which writes each change's retraction) is not supported yet on a view", pos)
     query = parse_statement(view.descriptor.query_sql).query
     names = [c.name for c in view.descriptor.columns]
     try:
-        return _plan_incremental(binder, view, query, key, names, pos)
-    except NotSupportedYet as exc:
-        return _plan_recomputed(binder, view, query, key, names, exc)
+        return _plan_incremental(binder, view, query, key, names, pos), None
+    except NotIncremental as exc:
+        return _plan_recomputed(binder, view, query, key, names, exc), (
+            f"materialized view '{view.name}' is recomputed whole in each batch in which a table it reads changed, "
+            f"as its query {exc.what}: a batch costs the whole view, not its changes")
 
 
 def _plan_recomputed(binder: Binder, view: CatalogObject, query: ast.Query, key: tuple[str, ...], names: list[str],
-                     why: NotSupportedYet) -> ViewInput:
+                     why: NotIncremental) -> ViewInput:
     """A view whose keys a change cannot be traced to (`why` says what is in the way): recomputed whole when a table
     it reads changes, and diffed against what the sink last wrote. Its query is a SELECT's over the store; a view
     SELECT cannot read (over load generators or system views) is refused for `why`."""
