@@ -2,7 +2,7 @@
 engine (statements, the table's change log, the scheduler, Spark, the view's recomputation, the committer):
 
     .venv/bin/python bench/views.py [--rows 10000000,1000000] [--rate 50000] [--seconds 60] [--users 100000]
-        [--write-mode merge-on-read|copy-on-write]
+        [--write-mode merge-on-read|copy-on-write] [--view summary|joined]
 
 For each input size: fills `user_events` (`INSERT … SELECT … FROM generate_series`: --users users, timestamps over
 a day), creates the view and a sink on it (COMMIT INTERVAL 5 s), waits for the first batch (the whole view), then
@@ -45,14 +45,26 @@ CREATE TABLE user_events (id bigint NOT NULL, user_id bigint, session_id text, e
   PRIMARY KEY (id));
 INSERT INTO user_events SELECT n, (n * 7919) % {users}, 's' || (n % 50),
   datetime(1793491200 + (n * 104729) % 86400, 'unixepoch') FROM generate_series(1, {rows}) AS n;
-CREATE MATERIALIZED VIEW user_activity_summary AS
-SELECT user_id, DATE_TRUNC('hour', event_timestamp) AS hour, COUNT(*) AS event_count,
-       COUNT(DISTINCT session_id) AS session_count, MAX(event_timestamp) AS last_event_time
-FROM user_events GROUP BY user_id, DATE_TRUNC('hour', event_timestamp);
+{view}
 CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
 CREATE SINK user_activity_iceberg FROM user_activity_summary INTO ICEBERG CATALOG CONNECTION lake
   (NAMESPACE 'analytics', TABLE 'user_activity') KEY (user_id, hour) MODE UPSERT WITH (COMMIT INTERVAL '5s', WRITE MODE '{mode}');
 """
+
+
+VIEWS = {
+    "summary": """CREATE MATERIALIZED VIEW user_activity_summary AS
+SELECT user_id, DATE_TRUNC('hour', event_timestamp) AS hour, COUNT(*) AS event_count,
+       COUNT(DISTINCT session_id) AS session_count, MAX(event_timestamp) AS last_event_time
+FROM user_events GROUP BY user_id, DATE_TRUNC('hour', event_timestamp);""",
+    # the same groups, each with its user's region: a join, its key from the events
+    "joined": """CREATE TABLE users (id bigint NOT NULL, region text, PRIMARY KEY (id));
+INSERT INTO users SELECT n, 'r' || (n % 10) FROM generate_series(0, {users} - 1) AS n;
+CREATE MATERIALIZED VIEW user_activity_summary AS
+SELECT e.user_id, DATE_TRUNC('hour', e.event_timestamp) AS hour, MAX(u.region) AS region, COUNT(*) AS event_count,
+       COUNT(DISTINCT e.session_id) AS session_count, MAX(e.event_timestamp) AS last_event_time
+FROM user_events e JOIN users u ON u.id = e.user_id GROUP BY e.user_id, DATE_TRUNC('hour', e.event_timestamp);""",
+}
 
 
 class Recorder(logging.Handler):
@@ -68,7 +80,8 @@ class Recorder(logging.Handler):
             self.batches.append((time.time(), int(found[2]), float(found[3])))
 
 
-def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str) -> tuple[float, float, int]:
+def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
+        view: str = "summary") -> tuple[float, float, int]:
     """One input size; returns the median batch time, the median time a batch takes per change, and the changes a
     second the store took."""
     recorder = Recorder()
@@ -77,7 +90,7 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str) -> tup
     session = icesink.connect(data_dir)
     try:
         started = time.time()
-        session.execute(SETUP.format(rows=rows, users=users, mode=mode))
+        session.execute(SETUP.format(rows=rows, users=users, mode=mode, view=VIEWS[view].format(users=users)))
         table_id = session.catalog.get("user_events").id
         print(f"{rows:,} events of {users:,} users loaded in {time.time() - started:.1f}s", flush=True)
         scheduler = Scheduler(data_dir, session.executor.secret_value, lambda: spark)
@@ -112,7 +125,7 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str) -> tup
         # a change is an event updated: two entries of the table's log (its old row and its new)
         per_change = statistics.median(s / ((upto - before) / 2) * 1e6 for (_, before, _), (_, upto, s)
                                        in zip(recorder.batches, batches) if upto > before)
-        print(f"input {rows:,} rows, {mode}: {rate:,} changes/s offered for {seconds}s ({offered:,.0f}/s measured), "
+        print(f"view {view}, input {rows:,} rows, {mode}: {rate:,} changes/s offered for {seconds}s ({offered:,.0f}/s measured), "
               f"{committed:,.0f}/s committed end to end; {len(times)} batches after the first: p50 {median:.2f}s, "
               f"p95 {percentile(times, 0.95):.2f}s, worst {max(times):.2f}s; freshness p50 "
               f"{statistics.median(fresh):.1f}s, p95 {percentile(fresh, 0.95):.1f}s "
@@ -154,14 +167,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=60)
     parser.add_argument("--write-mode", choices=("merge-on-read", "copy-on-write"), default="merge-on-read",
                         help="the view's groups change all over its key space, which merge-on-read writes best")
+    parser.add_argument("--view", choices=tuple(VIEWS), default="summary",
+                        help="seed 004's view, or the same joined with a users table for each group's region")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("icesink.sink").setLevel(logging.INFO)
     spark = get_spark()
     sizes = [int(r) for r in args.rows.split(",")]
-    first = run(spark, sizes[0], args.users, args.rate, args.seconds, args.write_mode)
+    first = run(spark, sizes[0], args.users, args.rate, args.seconds, args.write_mode, args.view)
     for rows in sizes[1:]:  # the same changes a second as the first input took, so that batches compare
-        other = run(spark, rows, args.users, first[2], args.seconds, args.write_mode)
+        other = run(spark, rows, args.users, first[2], args.seconds, args.write_mode, args.view)
         print(f"over {sizes[0]:,} input rows against {rows:,}, at {first[2]:,} changes/s: batch p50 "
               f"{first[0] / other[0]:.2f}x, time per change {first[1] / other[1]:.2f}x (target ≤ 1.5x: the cost "
               "follows the changes)")

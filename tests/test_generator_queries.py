@@ -3,6 +3,7 @@ consolidates them (retractions cancel insertions; KEY VALUE keeps each key's new
 import time
 
 import pytest
+from pyiceberg.exceptions import NoSuchTableError
 
 from tests.conftest import error_of, rows
 
@@ -37,3 +38,54 @@ def test_a_query_joining_a_load_generator_with_other_relations_is_refused(sessio
     session.execute(SOURCES)
     error = error_of(session, "SELECT * FROM counter JOIN notes ON true")
     assert error.message == 'a query that reads load generators and "notes" (not one) is not supported yet'
+
+
+GENERATED_VIEWS = """
+CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+CREATE SOURCE auction FROM LOAD GENERATOR AUCTION (TICK INTERVAL '50ms', UP TO 30) FOR ALL TABLES;
+CREATE MATERIALIZED VIEW bid_stats AS
+SELECT a.id AS auction, a.item, count(b.id) AS bids, max(b.amount) AS top, max(b.bid_time) AS last_bid
+FROM auctions a LEFT JOIN bids b ON b.auction_id = a.id GROUP BY a.id, a.item;
+CREATE SINK bids_lake FROM bid_stats INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'demo', TABLE 'bids')
+  KEY (auction) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1s');
+CREATE SOURCE counter FROM LOAD GENERATOR COUNTER (TICK INTERVAL '50ms', UP TO 40);
+CREATE MATERIALIZED VIEW buckets AS SELECT counter % 5 AS bucket, count(*) AS n, max(counter) AS top FROM counter
+GROUP BY counter % 5;
+CREATE SINK buckets_lake FROM buckets INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'demo', TABLE 'buckets')
+  KEY (bucket) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1s');
+"""
+
+
+def test_sinks_on_views_over_load_generators_hold_what_select_computes(session, scheduler):
+    """The sink recomputes the view in SQLite from the rows the generator made; SELECT computes it in Spark SQL:
+    two evaluators, one answer."""
+    from tests.readers import duckdb_rows
+    from tests.runtime import iceberg_table, wait_for
+
+    created = session.execute(GENERATED_VIEWS)
+    sink = next(r for r in created if r.status == "CREATE SINK")
+    assert "from the rows its load generator has made" in sink.notices[0]
+    time.sleep(2.5)  # both generators are past UP TO
+    for sink, view, columns, key in (("bids_lake", "bid_stats", "auction, item, bids, top, last_bid", "auction"),
+                                     ("buckets_lake", "buckets", "bucket, n, top", "bucket")):
+        expected = _normal(rows(session, f"SELECT {columns} FROM {view} ORDER BY {key}"))
+        assert len(expected) >= 5
+
+        def written():
+            try:
+                table = iceberg_table(session, sink)
+            except NoSuchTableError:
+                return False
+            return _normal(duckdb_rows(table.metadata_location, columns, key)) == expected
+        wait_for(written, what=f"{sink} to hold the view")
+
+
+def _normal(found: list[tuple]) -> list[tuple]:
+    """Timestamps as UTC without a zone (Spark answers in the session's zone, DuckDB with one)."""
+    import datetime as dt
+
+    def value(v):
+        if isinstance(v, dt.datetime) and v.tzinfo is not None:
+            return v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return v
+    return [tuple(value(v) for v in row) for row in found]

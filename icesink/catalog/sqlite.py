@@ -80,6 +80,14 @@ def modulo(a, b):
 FUNCTIONS = {"icesink_div": divide, "icesink_mod": modulo}
 
 
+def add_functions(db: sqlite3.Connection) -> None:
+    """The functions a query of icesink's SQL calls in SQLite (Postgres's arithmetic and functions SQLite lacks)."""
+    for name, function in FUNCTIONS.items():
+        db.create_function(name, 2, sql_function(function), deterministic=True)
+    for name, (arguments, function) in POSTGRES_FUNCTIONS.items():
+        db.create_function(name, arguments, sql_function(function), deterministic=True)
+
+
 def connect_wal(path: Path) -> sqlite3.Connection:
     """A connection in WAL mode, in autocommit (callers say BEGIN). Turning WAL on needs the file to itself for a
     moment, and SQLite answers "locked" at once instead of waiting when another process opens it too: retry."""
@@ -87,10 +95,7 @@ def connect_wal(path: Path) -> sqlite3.Connection:
         if companion == path or companion.exists():
             private_file(companion)
     db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_SECONDS, check_same_thread=False)
-    for name, function in FUNCTIONS.items():
-        db.create_function(name, 2, sql_function(function), deterministic=True)
-    for name, (arguments, function) in POSTGRES_FUNCTIONS.items():
-        db.create_function(name, arguments, sql_function(function), deterministic=True)
+    add_functions(db)
     deadline = time.monotonic() + BUSY_SECONDS
     while True:
         try:

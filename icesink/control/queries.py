@@ -230,22 +230,25 @@ def _plan_iceberg_query(binder: Binder, stmt: ast.Select, refs: list[ast.TableRe
     return IcebergQueryPlan(render.query(stmt.query, name_table).sql(dialect="spark"), views)
 
 
+def generator_source(binder: Binder, obj):
+    """The load generator source whose relation `obj` is (the source itself, or a subsource of it); else None."""
+    if obj is None:
+        return None
+    if obj.kind == "source":
+        return obj if obj.type == "load-generator" else None
+    source_id = getattr(obj.descriptor, "source_id", None)
+    source = binder.catalog.get_by_id(source_id) if source_id else None
+    return source if source is not None and source.type == "load-generator" else None
+
+
 def _generator_of(binder: Binder, obj) -> bool:
     """Whether `obj` is a load generator's relation, or a materialized view over one."""
-    if obj is None:
-        return False
-    if obj.kind == "source":
-        return obj.type == "load-generator"
-    source_id = getattr(obj.descriptor, "source_id", None)
-    if source_id:
-        source = binder.catalog.get_by_id(source_id)
-        return source is not None and source.type == "load-generator"
-    if obj.kind == "materialized-view":
+    if obj is not None and obj.kind == "materialized-view":
         from ..grammar.parser import parse_statement
 
         return any(_generator_of(binder, binder.find(ref.name))
                    for ref in table_refs(parse_statement(obj.descriptor.query_sql).query))
-    return False
+    return generator_source(binder, obj) is not None
 
 
 def _plan_generator_query(binder: Binder, stmt: ast.Select) -> GeneratorQueryPlan:

@@ -1,10 +1,14 @@
-"""Planning a sink on a materialized view: the view must be one a batch can bring up to date from its input's changes
-alone (engine/sources/view.py), and anything else is refused here, at CREATE SINK, naming what is in the way.
+"""Planning a sink on a materialized view: how each batch brings the sink's Iceberg table up to date.
 
-The shapes that run, over one engine table or one table a Postgres source replicates: a `GROUP BY` query (any
-aggregates, `WHERE`, `HAVING`, `CASE`, casts, `DISTINCT`), whose key is its grouping; and a query without aggregates
-that keeps its input's primary key (projections, `WHERE`, `DISTINCT`), whose key is that primary key. A batch
-recomputes only the keys its changes touch."""
+Incrementally (engine/sources/view.py, joined_view.py), over the tables icesink keeps (engine tables, and those a
+Postgres source replicates): a `GROUP BY` query (any aggregates, `WHERE`, `HAVING`, `CASE`, casts), whose key is its
+grouping; a query without aggregates that keeps its table's primary key, whose key is that; a `SELECT DISTINCT`,
+keyed by its columns; inner and left joins of those by equalities (view_joins.py); `UNION [ALL]` of those; views
+over views that filter, project and join (merged in). A batch recomputes only the keys its changes touch.
+
+Anything else over those tables is recomputed whole each batch and diffed (recomputed_view.py), as is a view over
+one load generator's relations (generated_view.py). A view over a load generator and other relations is refused.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from ..catalog.store import CatalogObject
-from ..engine.tables import is_engine_table, storage_name
+from ..engine.tables import generated_name, is_engine_table, storage_name
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
 from ..grammar.parser import parse_statement
@@ -171,9 +175,18 @@ def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], m
     try:
         return _plan_incremental(binder, view, query, key, names, pos), None
     except NotIncremental as exc:
-        return _plan_recomputed(binder, view, query, key, names, exc), (
-            f"materialized view '{view.name}' is recomputed whole in each batch in which a table it reads changed, "
-            f"as its query {exc.what}: a batch costs the whole view, not its changes")
+        planned = _plan_recomputed(binder, view, query, key, names, exc)
+        if _generated(binder, planned):
+            return planned, (f"materialized view '{view.name}' is recomputed whole in each batch, from the rows its "
+                             "load generator has made since it started: a batch costs the generator's history")
+        return planned, (f"materialized view '{view.name}' is recomputed whole in each batch in which a table it reads "
+                         f"changed, as its query {exc.what}: a batch costs the whole view, not its changes")
+
+
+def _generated(binder: Binder, planned: ViewInput) -> bool:
+    from .queries import generator_source
+
+    return generator_source(binder, binder.catalog.get_by_id(planned.input_id)) is not None
 
 
 def _plan_recomputed(binder: Binder, view: CatalogObject, query: ast.Query, key: tuple[str, ...], names: list[str],
@@ -188,7 +201,7 @@ def _plan_recomputed(binder: Binder, view: CatalogObject, query: ast.Query, key:
     try:
         name_table, engine_tables = sqlite_tables(binder, refs, replicated)
     except NotSupportedYet:
-        raise why from None
+        return _plan_generated(binder, view, query, key, names, why)
     if not engine_tables:  # system views
         raise why
     tree = render.query(query, name_table)
@@ -199,6 +212,39 @@ def _plan_recomputed(binder: Binder, view: CatalogObject, query: ast.Query, key:
     key_outputs = tuple(key.index(n) if n in key else None for n in names)
     return ViewInput(tables[0], (), "", sqlite_sql(tree), key_outputs,
                      others=tuple(ViewSide(t, (), "") for t in tables[1:]), recomputed=True)
+
+
+def _plan_generated(binder: Binder, view: CatalogObject, query: ast.Query, key: tuple[str, ...], names: list[str],
+                    why: NotIncremental) -> ViewInput:
+    """A view over the relations of one load generator (views between inlined): recomputed whole from the rows
+    the generator has made up to each batch (engine/sources/generated_view.py), as SQLite computes it over them."""
+    from .queries import MAX_VIEW_DEPTH, generator_source
+
+    relations: dict[str, CatalogObject] = {}
+    sources = set()
+    mixed = NotSupportedYet(f"a sink on materialized view '{view.name}', whose query reads a load generator and "
+                            "other relations, is not supported yet: a sink reads a view over the tables icesink "
+                            "keeps (engine tables, and those Postgres sources replicate) or over the relations of "
+                            "one load generator", why.pos)
+
+    def name_table(ref: ast.TableRef, depth: int = 0) -> exp.Expression:
+        obj = binder.find(ref.name)
+        alias = exp.TableAlias(this=identifier(_alias(ref)))
+        if obj is not None and obj.kind == "materialized-view" and depth < MAX_VIEW_DEPTH:
+            inner = parse_statement(obj.descriptor.query_sql).query
+            return exp.Subquery(this=render.query(inner, lambda r: name_table(r, depth + 1)), alias=alias)
+        source = generator_source(binder, obj)
+        if source is None:
+            raise mixed
+        sources.add(source.id)
+        relations[obj.id] = obj
+        return exp.Table(this=exp.to_identifier(generated_name(obj.id)), alias=alias)
+    tree = render.query(query, name_table)
+    if len(sources) != 1:
+        raise mixed  # the relations of two generators tick on two clocks
+    ids = list(relations)
+    return ViewInput(ids[0], (), "", sqlite_sql(tree), tuple(key.index(n) if n in key else None for n in names),
+                     others=tuple(ViewSide(i, (), "") for i in ids[1:]), recomputed=True)
 
 
 def _plan_incremental(binder: Binder, view: CatalogObject, query: ast.Query, key: tuple[str, ...], names: list[str],

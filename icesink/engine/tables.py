@@ -58,6 +58,17 @@ def storage_name(table_id: str) -> str:
     return f"t_{table_id}"
 
 
+def generated_name(relation_id: str) -> str:
+    """A load generator's relation, as the SQLite query of a view over it names it (its rows are made per batch)."""
+    return f"g_{relation_id}"
+
+
+def create_table(db, name: str, columns) -> None:
+    """A table of `columns` as the store declares them (affinity, numeric collation), without a key or a log."""
+    db.create_collation(NUMERIC_COLLATION, _compare_numeric)
+    db.execute(f"CREATE TABLE {quote(name)} ({', '.join(_definition(c) for c in columns)})")
+
+
 def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 

@@ -8,6 +8,7 @@ from ...model.descriptors import ViewInput
 from ..failures import Unsupported
 from .base import Input, ProgressBehindInput
 from .engine_table import EngineTableInput
+from .generated_view import GeneratedViewInput
 from .generators import GeneratorInput
 from .postgres import PostgresSubsourceInput
 from .joined_view import JoinedViewInput
@@ -30,9 +31,11 @@ def input_for(catalog: Catalog, relation: CatalogObject, view: ViewInput | None 
         if view.recomputed:
             from ..sink import state_dir
 
-            return RecomputedViewInput(catalog, relation, view,
-                                       [input_for(catalog, catalog.get_by_id(t)) for t in view.table_ids],
-                                       state_dir(catalog.data_dir, sink_id) / RESULTS_DIR)
+            tables = [input_for(catalog, catalog.get_by_id(t)) for t in view.table_ids]
+            results = state_dir(catalog.data_dir, sink_id) / RESULTS_DIR
+            if all(isinstance(t, GeneratorInput) for t in tables):
+                return GeneratedViewInput(catalog, relation, view, tables, results)
+            return RecomputedViewInput(catalog, relation, view, tables, results)
         if view.others:
             return JoinedViewInput(catalog, relation, view,
                                    [input_for(catalog, catalog.get_by_id(table_id)) for table_id in view.table_ids])

@@ -256,18 +256,20 @@ class GeneratorInput(Input):
     def stream(self, spark, start: Offset):
         return self._reader(spark.readStream, start).load()
 
-    def _reader(self, reader, start: Offset):
+    def options(self, start: Offset) -> dict[str, str]:
+        """GeneratorSource's options for this relation's changes after `start`."""
         columns = self.relation.descriptor.columns
         settings = self.origin.descriptor.settings
         # AS OF n: the source starts with n ticks made, as if created n ticks earlier
         start_ms = (int(dt.datetime.fromisoformat(self.origin.created_at).timestamp() * 1000)
                     - (settings.as_of or 0) * (settings.tick_interval_ms or DEFAULT_TICK_MS))
         upstream = getattr(self.relation.descriptor, "upstream", None) if self.relation is not self.origin else ""
-        return (reader.format(GeneratorSource.name())
-                .option("generator", self.generator).option("relation", upstream or "")
-                .option("settings", json.dumps(settings.to_json()))
-                .option("start_ms", str(start_ms)).option("columns", json.dumps([c.as_dict() for c in columns]))
-                .option("start", str(start.offset)))
+        return {"generator": self.generator, "relation": upstream or "", "settings": json.dumps(settings.to_json()),
+                "start_ms": str(start_ms), "columns": json.dumps([c.as_dict() for c in columns]),
+                "start": str(start.offset)}
+
+    def _reader(self, reader, start: Offset):
+        return reader.format(GeneratorSource.name()).options(**self.options(start))
 
     def current(self, spark):
         """The relation's rows now (a SELECT reads them): its changes up to this tick, generated on the executors

@@ -57,11 +57,11 @@ def result_path(results: Path, offset: int) -> Path:
 
 class RecomputedViewReader(DataSourceStreamReader):
     def __init__(self, options):
-        self.data_dir = Path(options["data_dir"])
+        self.data_dir = Path(options.get("data_dir", "."))
         self.start = int(options.get("start", "0"))
         self.view = ViewInput.from_json(json.loads(options["view"]))
         self.view_columns = json.loads(options["view_columns"])
-        self.table_ids = json.loads(options["table_ids"])
+        self.table_ids = json.loads(options.get("table_ids", "[]"))
         self.results = Path(options["results"])
 
     def initialOffset(self) -> dict:
@@ -80,13 +80,21 @@ class RecomputedViewReader(DataSourceStreamReader):
         return [Whole(start["offset"], end["offset"])]
 
     def read(self, partition: Whole):
+        yield from self._difference(partition, self._rows(partition.upto))
+
+    def _rows(self, upto: int) -> list[tuple]:
+        """The whole view now (at or after `upto`)."""
         from ..tables import TableStore
 
         store = TableStore(self.data_dir)
         try:
-            rows = store.db.execute(self.view.query_sql).fetchall()
+            return store.db.execute(self.view.query_sql).fetchall()
         finally:
             store.close()
+
+    def _difference(self, partition: Whole, rows: list[tuple]):
+        """The changes from the view as the sink saw it at the partition's start to `rows`, kept as it saw it at the
+        partition's end first."""
         keyed = [i for i, k in enumerate(self.view.key_outputs) if k is not None]
         now = {tuple(row[i] for i in keyed): tuple(row) for row in rows}
         before = self._result(partition.after)
