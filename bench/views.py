@@ -91,7 +91,6 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
     try:
         started = time.time()
         session.execute(SETUP.format(rows=rows, users=users, mode=mode, view=VIEWS[view].format(users=users)))
-        table_id = session.catalog.get("user_events").id
         print(f"{rows:,} events of {users:,} users loaded in {time.time() - started:.1f}s", flush=True)
         scheduler = Scheduler(data_dir, session.executor.secret_value, lambda: spark)
         started = time.time()
