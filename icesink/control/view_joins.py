@@ -155,7 +155,7 @@ class Joins:
                     found.add((relation.id, _index_key(side)))
         return found
 
-    def _table(self, alias: str) -> exp.Table:
+    def table(self, alias: str) -> exp.Table:
         return exp.Table(this=exp.to_identifier(storage_name(self.by_alias[alias].obj.id)),
                          alias=exp.TableAlias(this=exp.to_identifier(alias)))
 
@@ -173,7 +173,7 @@ class Joins:
         select = select.from_(exp.Table(this=exp.to_identifier(CHANGES), db=exp.to_identifier("temp"),
                                         alias=exp.TableAlias(this=exp.to_identifier(alias))))
         for other in path[1:]:
-            select = select.join(self._table(other), join_type="CROSS")
+            select = select.join(self.table(other), join_type="CROSS")
         if conditions:
             select = select.where(exp.and_(*[c.copy() for c in conditions]))
         select = select.group_by(*[exp.Literal.number(i + 1) for i in range(len(keys))])
@@ -194,7 +194,7 @@ class Joins:
     def keys_tree(self, keys: list[exp.Expression]) -> exp.Select:
         """Every key the driving relation's rows give now."""
         select = exp.select(*[k.copy().as_(key_column(i)) for i, k in enumerate(keys)])
-        select = select.from_(self._table(self.driving))
+        select = select.from_(self.table(self.driving))
         return select.group_by(*[exp.Literal.number(i + 1) for i in range(len(keys))])
 
     def query_tree(self, keys: list[exp.Expression]) -> exp.Select:
@@ -248,8 +248,13 @@ def view_input(branches: list[tuple[Joins, list[exp.Expression]]], key_outputs, 
     every = _union_all([joins.keys_tree(keys) for joins, keys in branches], distinct=True)
     all_keys = exp.select(exp.Star(), exp.Placeholder().as_(OFFSET), exp.Placeholder().as_(TS)).from_(
         every.subquery("_icesink_u"))
+    # a key to recompute when changes touch none, so that the commit records them: the first row's, read at once
+    any_key = exp.select(*[k.copy().as_(key_column(i)) for i, k in enumerate(keys)],
+                         exp.Placeholder().as_(OFFSET), exp.Placeholder().as_(TS)).from_(
+        first.table(first.driving)).limit(1)
     return ViewInput(driving.id, mine.changed_columns, mine.touched_sql, sqlite_sql(query), key_outputs, indexed,
-                     tuple(made.values()), sqlite_sql(all_keys), tuple(sorted(indexes)))
+                     tuple(made.values()), sqlite_sql(all_keys), tuple(sorted(indexes)),
+                     any_key_sql=sqlite_sql(any_key))
 
 
 def _union_all(selects: list[exp.Select], distinct: bool = False) -> exp.Expression:

@@ -362,6 +362,7 @@ class ViewInput:
     all_keys_sql: str = ""
     join_indexes: tuple[tuple[str, str], ...] = ()
     recomputed: bool = False
+    any_key_sql: str = ""  # one key of the driving relation, whatever it is (offset and time its parameters)
 
     @property
     def index_name(self) -> str:
@@ -389,7 +390,7 @@ class ViewInput:
                 "index_keys": list(self.index_keys)}
         if self.others:
             data.update(others=[side.to_json() for side in self.others], all_keys_sql=self.all_keys_sql,
-                        join_indexes=[list(pair) for pair in self.join_indexes])
+                        join_indexes=[list(pair) for pair in self.join_indexes], any_key_sql=self.any_key_sql)
         if self.recomputed:
             data["recomputed"] = True
         return data
@@ -401,7 +402,8 @@ class ViewInput:
         return cls(data["input_id"], tuple(data["changed_columns"]), data["touched_sql"], data["query_sql"],
                    tuple(data["key_outputs"]), tuple(data.get("index_keys", ())),
                    tuple(ViewSide.from_json(side) for side in data.get("others", ())), data.get("all_keys_sql", ""),
-                   tuple(tuple(pair) for pair in data.get("join_indexes", ())), bool(data.get("recomputed", False)))
+                   tuple(tuple(pair) for pair in data.get("join_indexes", ())), bool(data.get("recomputed", False)),
+                   data.get("any_key_sql", ""))
 
 
 # ---------------------------------------------------------------- sinks

@@ -95,7 +95,7 @@ class JoinedViewReader(DataSourceStreamReader):
                 changes = changes_of(self.relations[partition.side]["table_id"],
                                      self.relations[partition.side]["columns"], side.changed_columns, partition.part)
                 rows = recompute(store.db, self.view, changes, side.touched_sql, side.changed_columns,
-                                 fallback=f"SELECT * FROM ({self.view.all_keys_sql}) LIMIT 1")
+                                 fallback=self.view.any_key_sql)
         finally:
             store.close()
         yield from view_batches(rows, self.view_columns)
