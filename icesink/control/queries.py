@@ -10,7 +10,7 @@ from ..catalog.schema import SCHEMA_OF_VIEW, VIEWS
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast
 from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
-from ..engine.tables import is_engine_table, storage_name
+from ..engine.tables import generated_name, is_engine_table, storage_name
 from ..grammar import render
 from ..grammar.render import identifier
 from .plans import GeneratorQueryPlan, IcebergQueryPlan, QueryPlan
@@ -251,9 +251,10 @@ def _generator_of(binder: Binder, obj) -> bool:
     return generator_source(binder, obj) is not None
 
 
-def _plan_generator_query(binder: Binder, stmt: ast.Select) -> GeneratorQueryPlan:
-    """A query over load generators' relations: Spark generates each one's rows up to now and runs the query (a view
-    over them is inlined)."""
+def over_generators(binder: Binder, query: ast.Query,
+                    refused: Callable[[ast.TableRef], Exception]) -> tuple[exp.Expression, dict]:
+    """`query` over load generators' relations, each named by `generated_name`, the views between inlined; and the
+    relations it reads, by id. `refused(ref)` is the error for a relation that is not a load generator's."""
     from ..grammar.parser import parse_statement
 
     relations: dict[str, object] = {}
@@ -261,24 +262,28 @@ def _plan_generator_query(binder: Binder, stmt: ast.Select) -> GeneratorQueryPla
     def name_table(ref: ast.TableRef, depth: int = 0) -> exp.Expression:
         obj = binder.find(ref.name)
         alias = exp.TableAlias(this=identifier(ref.alias if ref.alias is not None else ref.name.parts[-1]))
-        if not _generator_of(binder, obj):
-            raise NotSupportedYet(f"a query that reads load generators and \"{ref.name}\" (not one) is not "
-                                  "supported yet", ref.name.pos)
-        if obj.kind == "materialized-view":
+        if obj is not None and obj.kind == "materialized-view":
             if depth >= MAX_VIEW_DEPTH:
                 raise PlanError(f"materialized view '{obj.name}' reads views {MAX_VIEW_DEPTH} deep", ref.name.pos)
             inner = parse_statement(obj.descriptor.query_sql).query
             return exp.Subquery(this=render.query(inner, lambda r: name_table(r, depth + 1)), alias=alias)
-        view = f"generated_{obj.id}"
-        relations[view] = obj
-        return exp.Table(this=exp.to_identifier(view), alias=alias)
-    tree = render.query(stmt.query, name_table)
+        if generator_source(binder, obj) is None:
+            raise refused(ref)
+        relations[obj.id] = obj
+        return exp.Table(this=exp.to_identifier(generated_name(obj.id)), alias=alias)
+    return render.query(query, name_table), relations
+
+
+def _plan_generator_query(binder: Binder, stmt: ast.Select) -> GeneratorQueryPlan:
+    """A query over load generators' relations: Spark generates each one's rows up to now and runs the query."""
+    tree, relations = over_generators(binder, stmt.query, lambda ref: NotSupportedYet(
+        f"a query that reads load generators and \"{ref.name}\" (not one) is not supported yet", ref.name.pos))
     for select in [tree] if isinstance(tree, exp.Select) else [tree.left, tree.right]:
         # an expression's column is named as a query over engine tables names it (`COUNT(*)`, not Spark's `count(1)`)
         if isinstance(select, exp.Select):
             select.set("expressions", [e if isinstance(e, (exp.Alias, exp.Column, exp.Star)) else
                                        exp.alias_(e, e.sql(), quoted=True) for e in select.expressions])
-    return GeneratorQueryPlan(tree.sql(dialect="spark"), relations)
+    return GeneratorQueryPlan(tree.sql(dialect="spark"), {generated_name(i): obj for i, obj in relations.items()})
 
 
 def _with_shows(binder: Binder, name_table: Callable) -> Callable:

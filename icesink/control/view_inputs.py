@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from ..catalog.store import CatalogObject
-from ..engine.tables import generated_name, is_engine_table, storage_name
+from ..engine.tables import is_engine_table, storage_name
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
 from ..grammar.parser import parse_statement
@@ -218,29 +218,14 @@ def _plan_generated(binder: Binder, view: CatalogObject, query: ast.Query, key: 
                     why: NotIncremental) -> ViewInput:
     """A view over the relations of one load generator (views between inlined): recomputed whole from the rows
     the generator has made up to each batch (engine/sources/generated_view.py), as SQLite computes it over them."""
-    from .queries import MAX_VIEW_DEPTH, generator_source
+    from .queries import generator_source, over_generators
 
-    relations: dict[str, CatalogObject] = {}
-    sources = set()
     mixed = NotSupportedYet(f"a sink on materialized view '{view.name}', whose query reads a load generator and "
                             "other relations, is not supported yet: a sink reads a view over the tables icesink "
                             "keeps (engine tables, and those Postgres sources replicate) or over the relations of "
                             "one load generator", why.pos)
-
-    def name_table(ref: ast.TableRef, depth: int = 0) -> exp.Expression:
-        obj = binder.find(ref.name)
-        alias = exp.TableAlias(this=identifier(_alias(ref)))
-        if obj is not None and obj.kind == "materialized-view" and depth < MAX_VIEW_DEPTH:
-            inner = parse_statement(obj.descriptor.query_sql).query
-            return exp.Subquery(this=render.query(inner, lambda r: name_table(r, depth + 1)), alias=alias)
-        source = generator_source(binder, obj)
-        if source is None:
-            raise mixed
-        sources.add(source.id)
-        relations[obj.id] = obj
-        return exp.Table(this=exp.to_identifier(generated_name(obj.id)), alias=alias)
-    tree = render.query(query, name_table)
-    if len(sources) != 1:
+    tree, relations = over_generators(binder, query, lambda ref: mixed)
+    if len({generator_source(binder, obj).id for obj in relations.values()}) != 1:
         raise mixed  # the relations of two generators tick on two clocks
     ids = list(relations)
     return ViewInput(ids[0], (), "", sqlite_sql(tree), tuple(key.index(n) if n in key else None for n in names),
@@ -249,18 +234,14 @@ def _plan_generated(binder: Binder, view: CatalogObject, query: ast.Query, key: 
 
 def _plan_incremental(binder: Binder, view: CatalogObject, query: ast.Query, key: tuple[str, ...], names: list[str],
                       pos: int) -> ViewInput:
+    """A view over one table is a join of one: the join planner writes its statements too."""
+    from .view_joins import view_input
+
     if len(query.cores) > 1:
         return _plan_union(binder, view, query, key, names, pos)
     branch = _branch(binder, view, query, names, pos)
     _check_key(view, branch, names, key, pos)
-    if branch.joins is not None:
-        from .view_joins import view_input
-
-        return view_input([(branch.joins, branch.keys)], branch.key_outputs, branch.index_keys)
-    source, relation = branch.relations[0].obj, branch.relations[0]
-    return ViewInput(source.id, *_statements(branch.tree, branch.keys, relation.alias,
-                                              [c.name for c in source.descriptor.columns]),
-                     branch.key_outputs, branch.index_keys)
+    return view_input([(branch.joins, branch.keys)], branch.key_outputs, branch.index_keys)
 
 
 def _plan_union(binder: Binder, view: CatalogObject, query: ast.Query, key: tuple[str, ...], names: list[str],
@@ -274,7 +255,7 @@ def _plan_union(binder: Binder, view: CatalogObject, query: ast.Query, key: tupl
         _refuse(view, f"combines queries with {combined}", pos)
     if query.limit is not None or query.offset is not None:
         _refuse(view, "has LIMIT or OFFSET", pos)
-    branches = [_branch(binder, view, ast.Query(cores=(core,)), names, pos, joined=True) for core in query.cores]
+    branches = [_branch(binder, view, ast.Query(cores=(core,)), names, pos) for core in query.cores]
     # a column each query gives a constant of, named in the KEY, tells the queries' rows apart: part of the key
     constant = [j for j, name in enumerate(names) if name in key and all(
         isinstance(_unaliased(b.tree.expressions[j]), exp.Literal) for b in branches)]
@@ -291,23 +272,23 @@ def _plan_union(binder: Binder, view: CatalogObject, query: ast.Query, key: tupl
 @dataclass
 class _Branch:
     """One query of a view (the view's, or one of its UNION's) as planned: its tree over the store's tables, the
-    relations it reads, its key, which of its columns is which key expression, and its join graph (`joins`; None
-    for a query over one table that is not part of a UNION)."""
+    relations it reads, its key, which of its columns is which key expression, and its join graph (`joins`: a
+    query over one table is a join of one)."""
     tree: exp.Select
     relations: list[Relation]
     keys: list[exp.Expression]
     key_outputs: tuple
     index_keys: tuple[str, ...]
-    joins: object = None
+    joins: object
 
 
-def _branch(binder: Binder, view: CatalogObject, query: ast.Query, names: list[str], pos: int,
-            joined: bool = False) -> _Branch:
+def _branch(binder: Binder, view: CatalogObject, query: ast.Query, names: list[str], pos: int) -> _Branch:
+    from .view_joins import Joins
+
     tree, relations = _render(binder, view, query, pos)
     tree.set("order", None)  # a view's rows have no order
     _expand_stars(tree, relations)
-    if len(relations) > 1 or joined:
-        _qualify(tree, relations)
+    _qualify(tree, relations)
     columns = {c.name for r in relations for c in r.obj.descriptor.columns}
     outputs = [_unaliased(e) for e in tree.expressions]
     if len(outputs) != len(names):
@@ -328,22 +309,8 @@ def _branch(binder: Binder, view: CatalogObject, query: ast.Query, names: list[s
         _refuse(view, "aggregates without GROUP BY", pos)
     # SELECT DISTINCT without GROUP BY is grouped by its columns, unless it keeps the key of the rows it reads
     distinct = [o.copy() for o in outputs] if keys is None and tree.args.get("distinct") is not None else None
-    joins = None
-    if len(relations) > 1 or joined:
-        from .view_joins import Joins
-
-        joins = Joins(view, tree, relations, pos)
-        keys = joins.key(keys, distinct)
-    elif keys is None:
-        source = relations[0].obj
-        primary = source.descriptor.primary_key
-        kept = {o.name for o in outputs if isinstance(o, exp.Column)}
-        if distinct is not None and not (primary and set(primary) <= kept):
-            keys = distinct
-        elif not primary:
-            _refuse(view, f"has no GROUP BY, over '{source.name}', which has no primary key", pos)
-        else:
-            keys = [exp.column(c, table=relations[0].alias, quoted=True) for c in primary]
+    joins = Joins(view, tree, relations, pos)
+    keys = joins.key(keys, distinct)
     return _keyed(view, _Branch(tree, relations, keys, (), (), joins), pos)
 
 
@@ -415,40 +382,3 @@ def _qualify(tree: exp.Select, relations: list[Relation]) -> None:
     for column in list(tree.find_all(exp.Column)):
         if not column.table and len(owners.get(column.name, ())) == 1:
             column.set("table", exp.to_identifier(owners[column.name][0]))
-
-
-def _statements(tree: exp.Select, keys: list[exp.Expression], alias: str,
-                columns: list[str]) -> tuple[tuple[str, ...], str, str]:
-    """The columns of the changes the keys read, the SQL that finds the keys changes touch, and the view's query
-    over those keys alone."""
-    referenced = {c.name for k in keys for c in k.find_all(exp.Column)}
-    changed = tuple(c for c in columns if c in referenced)
-    table_alias = exp.TableAlias(this=exp.to_identifier(alias))
-    touched = exp.select(*[k.copy().as_(key_column(i)) for i, k in enumerate(keys)],
-                         exp.Max(this=exp.column(OFFSET)).as_(OFFSET), exp.Max(this=exp.column(TS)).as_(TS))
-    touched = touched.from_(exp.Table(this=exp.to_identifier(CHANGES), db=exp.to_identifier("temp"),
-                                      alias=table_alias))
-    touched = touched.group_by(*[exp.Literal.number(i + 1) for i in range(len(keys))])
-    restricted = tree.copy()
-    touched_key = [exp.column(key_column(i), table=TOUCHED_ALIAS) for i in range(len(keys))]
-
-    def as_touched(node: exp.Expression) -> exp.Expression:
-        """A key's expression as the touched key it equals in each row the join keeps: computed once a key."""
-        found = next((i for i, k in enumerate(keys) if node == k), None)
-        return node if found is None else touched_key[found].copy()
-    restricted.set("expressions", [e.transform(as_touched) for e in restricted.expressions])
-    for part in ("group", "having"):
-        if restricted.args.get(part) is not None:
-            restricted.set(part, restricted.args[part].transform(as_touched))
-    on = exp.and_(*[exp.NullSafeEQ(this=k.copy(), expression=exp.column(key_column(i), table=TOUCHED_ALIAS))
-                    for i, k in enumerate(keys)])
-    touched_keys = exp.Table(this=exp.to_identifier(TOUCHED), db=exp.to_identifier("temp"),
-                             alias=exp.TableAlias(this=exp.to_identifier(TOUCHED_ALIAS)))
-    # CROSS JOIN keeps the touched keys the outer loop in SQLite: each is looked up through the input's index on the
-    # key's expressions (MaterializedViewInput creates it), so a batch reads only the rows of the keys it touches
-    base = restricted.args["from_"].this
-    restricted.set("from_", exp.From(this=touched_keys))
-    restricted = restricted.join(base, on=on, join_type="CROSS")
-    restricted.set("expressions", restricted.expressions + [k.as_(group_column(i)) for i, k in enumerate(touched_key)])
-    return changed, sqlite_sql(touched), sqlite_sql(restricted)
-

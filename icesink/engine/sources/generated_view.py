@@ -10,13 +10,11 @@ import json
 import sqlite3
 from collections import Counter
 
-from ...model.descriptors import ViewInput
 from ...model.types import Column
 from ..tables import create_table, generated_name, quote
-from .base import Input
 from .engine_table import DIFF, OFFSET, change_schema
-from .generators import GeneratorInput, GeneratorReader
-from .recomputed_view import RecomputedViewReader, RecomputedViewSource
+from .generators import GeneratorReader
+from .recomputed_view import RecomputedViewInput, RecomputedViewReader, RecomputedViewSource
 
 
 class GeneratedViewSource(RecomputedViewSource):
@@ -107,26 +105,10 @@ def _stored(type_name: str):
     return lambda values: [None if v is None else parse(str(v)) for v in values]
 
 
-class GeneratedViewInput(Input):
-    """A sink's view over the relations of one load generator (`relations`, their inputs)."""
-
-    upsert_stream = True
-
-    def __init__(self, catalog, relation, view: ViewInput, relations: list[GeneratorInput], results):
-        super().__init__(catalog, relation, relation)
-        self.view, self.relations, self.results = view, relations, results
+class GeneratedViewInput(RecomputedViewInput):
+    """A sink's view over the relations of one load generator (`inputs`, their own inputs)."""
 
     def stream(self, spark, start):
-        relations = [{"id": r.relation.id, "options": r.options(start),
-                      "key": list(getattr(r.relation.descriptor, "primary_key", ()) or
-                                  [r.relation.descriptor.columns[0].name]) if r.upsert_stream else None}
-                     for r in self.relations]
-        return (spark.readStream.format(GeneratedViewSource.name()).option("start", str(start.offset))
-                .option("view", json.dumps(self.view.to_json())).option("results", str(self.results))
-                .option("relations", json.dumps(relations))
-                .option("view_columns", json.dumps([c.as_dict() for c in self.relation.descriptor.columns])).load())
-
-    def acknowledge(self, sink_id: str, frontier) -> None:
-        for path in self.results.glob("*.pickle"):
-            if int(path.stem) < frontier.offset:
-                path.unlink(missing_ok=True)
+        relations = [{"id": i.relation.id, "options": i.options(start), "key": i.upsert_key} for i in self.inputs]
+        return (self._options(spark.readStream.format(GeneratedViewSource.name()), start)
+                .option("relations", json.dumps(relations)).load())

@@ -231,6 +231,13 @@ class GeneratorInput(Input):
         # KEY VALUE sets each key to a new value: an upsert stream, like Materialize's
         self.upsert_stream = self.generator == "key value"
 
+    @property
+    def upsert_key(self) -> list[str] | None:
+        """For an upsert stream, the columns of the key whose row each change replaces (KEY VALUE's `key`)."""
+        if not self.upsert_stream:
+            return None
+        return list(getattr(self.relation.descriptor, "primary_key", ())) or [self.relation.descriptor.columns[0].name]
+
     def end(self) -> Offset | None:
         """The offset of the last change of the relation up to UP TO's tick (a relation may have none in a tick)."""
         settings = self.origin.descriptor.settings
@@ -281,8 +288,7 @@ class GeneratorInput(Input):
         frame = self._reader(spark.read, Offset(0)).load()
         columns = [c.name for c in self.relation.descriptor.columns]
         if self.upsert_stream:
-            key = list(getattr(self.relation.descriptor, "primary_key", ())) or columns[:1]
-            newest = Window.partitionBy(*key).orderBy(F.col(OFFSET).desc())
+            newest = Window.partitionBy(*self.upsert_key).orderBy(F.col(OFFSET).desc())
             return (frame.withColumn("_icesink_n", F.row_number().over(newest)).filter("_icesink_n = 1")
                     .filter(F.col(DIFF) > 0).select(*columns))
         counted = frame.groupBy(*columns).agg(F.sum(DIFF).alias("_icesink_n")).filter("_icesink_n > 0")

@@ -12,13 +12,12 @@ import json
 import time
 from pathlib import Path
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
-from .base import Input
-from .engine_table import EngineTableInput, EngineTableReader, change_schema
-from .view import changes_of, create_indexes, recompute, recompute_keys, view_batches
+from .engine_table import EngineTableInput, EngineTableReader
+from .view import ViewChanges, ViewInputs, changes_of, create_indexes, recompute, recompute_keys, view_batches
 
 
 class Changes(InputPartition):
@@ -37,16 +36,13 @@ class AllKeys(InputPartition):
         self.upto, self.ts = upto, ts
 
 
-class JoinedViewSource(DataSource):
+class JoinedViewSource(ViewChanges):
     """Options: data_dir, start (exclusive offset), view (ViewInput's JSON), view_columns, and relations: a JSON
     list of {table_id, columns} in the order of ViewInput.table_ids."""
 
     @classmethod
     def name(cls) -> str:
         return "icesink_joined_view"
-
-    def schema(self):
-        return change_schema(json.loads(self.options["view_columns"]))
 
     def streamReader(self, schema) -> "JoinedViewReader":
         return JoinedViewReader(self.options)
@@ -104,38 +100,17 @@ class JoinedViewReader(DataSourceStreamReader):
         """Nothing to do: the sink acknowledges what it committed to Iceberg, not what Spark read."""
 
 
-class JoinedViewInput(Input):
-    """A sink's view over several relations, each read through its own input (`relations`, in the order of
-    ViewInput.table_ids) for acknowledgements and resumption."""
+class JoinedViewInput(ViewInputs):
+    """A sink's view over several tables, each read through its own input for acknowledgements and resumption."""
 
-    upsert_stream = True  # each change of the view replaces its key's row
-
-    def __init__(self, catalog: Catalog, relation: CatalogObject, view: ViewInput,
-                 relations: list[EngineTableInput]):
-        super().__init__(catalog, relation, relation)
-        self.view, self.relations = view, relations
-        self.frontier_kind = relations[0].frontier_kind
-        create_indexes(relations[0].log.db, view, relation.name)
+    def __init__(self, catalog: Catalog, relation: CatalogObject, view: ViewInput, inputs: list[EngineTableInput]):
+        super().__init__(catalog, relation, view, inputs)
+        create_indexes(inputs[0].log.db, view, relation.name)
 
     def stream(self, spark, start):
-        tables = [{"table_id": r.relation.id, "columns": [c.as_dict() for c in r.relation.descriptor.columns]}
-                  for r in self.relations]
+        tables = [{"table_id": i.relation.id, "columns": [c.as_dict() for c in i.relation.descriptor.columns]}
+                  for i in self.inputs]
         return (spark.readStream.format(JoinedViewSource.name())
                 .option("data_dir", str(Path(self.catalog.data_dir).resolve())).option("start", str(start.offset))
                 .option("view", json.dumps(self.view.to_json())).option("relations", json.dumps(tables))
-                .option("view_columns", json.dumps([c.as_dict() for c in self.relation.descriptor.columns])).load())
-
-    def holds_changes_after(self, frontier) -> bool:
-        return any(r.holds_changes_after(frontier) for r in self.relations)
-
-    def check_resume(self, frontier) -> None:
-        for r in self.relations:
-            r.check_resume(frontier)
-
-    def acknowledge(self, sink_id: str, frontier) -> None:
-        for r in self.relations:
-            r.acknowledge(sink_id, frontier)
-
-    def close(self) -> None:
-        for r in self.relations:
-            r.close()
+                .option("view_columns", self._columns()).load())

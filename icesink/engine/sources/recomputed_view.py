@@ -16,13 +16,12 @@ import pickle
 import time
 from pathlib import Path
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
 from .base import Input
-from .engine_table import EngineTableInput, change_schema
-from .view import view_batches
+from .view import ViewChanges, ViewInputs, view_batches
 
 log = logging.getLogger("icesink.sink")
 RESULTS_DIR = "view-results"
@@ -36,16 +35,13 @@ class Whole(InputPartition):
         self.after, self.upto = after, upto
 
 
-class RecomputedViewSource(DataSource):
+class RecomputedViewSource(ViewChanges):
     """Options: data_dir, start (exclusive offset), view (ViewInput's JSON), view_columns, table_ids (JSON list),
     results (the directory of the sink's results)."""
 
     @classmethod
     def name(cls) -> str:
         return "icesink_recomputed_view"
-
-    def schema(self):
-        return change_schema(json.loads(self.options["view_columns"]))
 
     def streamReader(self, schema) -> "RecomputedViewReader":
         return RecomputedViewReader(self.options)
@@ -136,39 +132,28 @@ class RecomputedViewReader(DataSourceStreamReader):
         """Nothing to do: the sink acknowledges what it committed to Iceberg, not what Spark read."""
 
 
-class RecomputedViewInput(Input):
-    """A sink's view recomputed whole: the tables it reads (`tables`, in the order of ViewInput.table_ids) say when
-    it changed, and are acknowledged; `results` is where the sink's views are kept."""
+class RecomputedViewInput(ViewInputs):
+    """A sink's view recomputed whole: the tables it reads say when it changed, and are acknowledged; `results` is
+    where the view is kept as the sink saw it."""
 
-    upsert_stream = True
-
-    def __init__(self, catalog: Catalog, relation: CatalogObject, view: ViewInput, tables: list[EngineTableInput],
+    def __init__(self, catalog: Catalog, relation: CatalogObject, view: ViewInput, inputs: list[Input],
                  results: Path):
-        super().__init__(catalog, relation, relation)
-        self.view, self.tables, self.results = view, tables, results
-        self.frontier_kind = tables[0].frontier_kind
+        super().__init__(catalog, relation, view, inputs)
+        self.results = results
 
     def stream(self, spark, start):
-        return (spark.readStream.format(RecomputedViewSource.name())
-                .option("data_dir", str(Path(self.catalog.data_dir).resolve())).option("start", str(start.offset))
-                .option("view", json.dumps(self.view.to_json())).option("results", str(self.results))
-                .option("table_ids", json.dumps([t.relation.id for t in self.tables]))
-                .option("view_columns", json.dumps([c.as_dict() for c in self.relation.descriptor.columns])).load())
+        return (self._options(spark.readStream.format(RecomputedViewSource.name()), start)
+                .option("data_dir", str(Path(self.catalog.data_dir).resolve()))
+                .option("table_ids", json.dumps([i.relation.id for i in self.inputs])).load())
 
-    def holds_changes_after(self, frontier) -> bool:
-        return any(t.holds_changes_after(frontier) for t in self.tables)
-
-    def check_resume(self, frontier) -> None:
-        for t in self.tables:
-            t.check_resume(frontier)
+    def _options(self, reader, start):
+        """The options every view recomputed whole reads."""
+        return (reader.option("start", str(start.offset)).option("view", json.dumps(self.view.to_json()))
+                .option("results", str(self.results)).option("view_columns", self._columns()))
 
     def acknowledge(self, sink_id: str, frontier) -> None:
-        for t in self.tables:
-            t.acknowledge(sink_id, frontier)
+        """The view's tables may forget what the sink committed, and the sink the views it saw before."""
+        super().acknowledge(sink_id, frontier)
         for path in self.results.glob("*.pickle"):
             if int(path.stem) < frontier.offset:
                 path.unlink(missing_ok=True)
-
-    def close(self) -> None:
-        for t in self.tables:
-            t.close()

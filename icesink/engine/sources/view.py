@@ -17,6 +17,8 @@ import re
 import sqlite3
 from decimal import ROUND_HALF_UP, Decimal
 
+from pyspark.sql.datasource import DataSource
+
 from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
 from ...model.types import Column, decoder
@@ -30,15 +32,20 @@ CHANGES, TOUCHED = "_icesink_changes", "_icesink_touched"
 log = logging.getLogger("icesink.sink")
 
 
-class ViewSource(EngineTableSource):
+class ViewChanges(DataSource):
+    """A source of a view's changes: its schema is the view's columns (option `view_columns`), then OFFSET, DIFF
+    and TS."""
+
+    def schema(self):
+        return change_schema(json.loads(self.options["view_columns"]))
+
+
+class ViewSource(ViewChanges, EngineTableSource):
     """The options of EngineTableSource for the view's input, and `view` (ViewInput's JSON) and `view_columns`."""
 
     @classmethod
     def name(cls) -> str:
         return "icesink_view"
-
-    def schema(self):
-        return change_schema(json.loads(self.options["view_columns"]))
 
     def streamReader(self, schema) -> "ViewReader":
         return ViewReader(self.options)
@@ -211,30 +218,45 @@ def create_indexes(db, view: ViewInput, name: str) -> None:
                 db.execute(f"CREATE INDEX IF NOT EXISTS {quote(index)} ON {table} ({', '.join(columns)})")
 
 
-class MaterializedViewInput(Input):
-    """A sink's view: its input's changes (`base`, that table's own input) as the view's upserts and deletions."""
+class ViewInputs(Input):
+    """A sink's view, whose changes come from the inputs of the relations it reads (`inputs`, in the order of
+    ViewInput.table_ids): it has changes to read when one of them has, resumes where all of them can, and
+    acknowledges a commit to each."""
 
     upsert_stream = True  # each change of the view replaces its key's row
 
-    def __init__(self, catalog: Catalog, relation: CatalogObject, view: ViewInput, base: EngineTableInput):
+    def __init__(self, catalog: Catalog, relation: CatalogObject, view: ViewInput, inputs: list[Input]):
         super().__init__(catalog, relation, relation)
-        self.view, self.base = view, base
-        self.frontier_kind = base.frontier_kind
+        self.view, self.inputs = view, inputs
+        self.frontier_kind = inputs[0].frontier_kind
+
+    def _columns(self) -> str:
+        return json.dumps([c.as_dict() for c in self.relation.descriptor.columns])
+
+    def holds_changes_after(self, frontier) -> bool:
+        return any(i.holds_changes_after(frontier) for i in self.inputs)
+
+    def check_resume(self, frontier) -> None:
+        for i in self.inputs:
+            i.check_resume(frontier)
+
+    def acknowledge(self, sink_id: str, frontier) -> None:
+        for i in self.inputs:
+            i.acknowledge(sink_id, frontier)
+
+    def close(self) -> None:
+        for i in self.inputs:
+            i.close()
+
+
+class MaterializedViewInput(ViewInputs):
+    """A sink's view over one table: that table's changes (its own input, `base`) as the view's upserts and
+    deletions."""
+
+    def __init__(self, catalog: Catalog, relation: CatalogObject, view: ViewInput, base: EngineTableInput):
+        super().__init__(catalog, relation, view, [base])
         create_indexes(base.log.db, view, relation.name)
 
     def stream(self, spark, start):
-        columns = [c.as_dict() for c in self.relation.descriptor.columns]
-        return (self.base._reader(spark, start).format(ViewSource.name())
-                .option("view", json.dumps(self.view.to_json())).option("view_columns", json.dumps(columns)).load())
-
-    def holds_changes_after(self, frontier) -> bool:
-        return self.base.holds_changes_after(frontier)
-
-    def check_resume(self, frontier) -> None:
-        self.base.check_resume(frontier)
-
-    def acknowledge(self, sink_id: str, frontier) -> None:
-        self.base.acknowledge(sink_id, frontier)
-
-    def close(self) -> None:
-        self.base.close()
+        return (self.inputs[0]._reader(spark, start).format(ViewSource.name())
+                .option("view", json.dumps(self.view.to_json())).option("view_columns", self._columns()).load())
