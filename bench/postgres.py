@@ -1,11 +1,12 @@
 """Postgres source into an Iceberg sink (local catalog), against a PostgreSQL 15 started on 127.0.0.1 for the run:
 
     .venv/bin/python bench/postgres.py --rows 1000000 --seconds 60 [--interval 5s] [--write-mode merge-on-read] [--no-sink]
+        [--rate EVENTS_PER_SECOND]
 
 Prints, in one run: the raw `COPY … TO STDOUT` speed of a --rows, 4-column table; the initial copy (rows/s) to
 Parquet files, to the Iceberg table, and into icesink's store, after which changes are followed; sustained change
 events/s end to end (mixed inserts, updates and deletes on random keys over the whole key space, committed upstream
-as fast as two clients can, until Iceberg holds the last one); p50/p95 freshness (an upstream commit -> visible in Iceberg), and peak memory of icesink's processes
+as fast as two clients can, or at --rate, until Iceberg holds the last one); p50/p95 freshness (an upstream commit -> visible in Iceberg), and peak memory of icesink's processes
 (driver and Spark). With --no-sink, no sink runs: what icesink's store alone takes. A figure, not a test.
 """
 from __future__ import annotations
@@ -74,8 +75,10 @@ class Changes(SPAWN.Process):
     """Mixed transactions on random keys over the whole key space until stopped; a process of its own, so that the
     clients do not share icesink's interpreter (and its lock) as they would as threads."""
 
-    def __init__(self, server: Postgres, rows: int, seed: int, first_new: int, share: tuple[int, int]):
+    def __init__(self, server: Postgres, rows: int, seed: int, first_new: int, share: tuple[int, int],
+                 per_second: float):
         super().__init__(daemon=True)
+        self.per_second = per_second  # 0: as fast as it can
         self.connection = {"host": str(server.directory), "port": server.port, "user": "postgres"}
         self.rows, self.seed, self.first_new = rows, seed, first_new
         self.share = share  # (k, n): this client changes the keys k mod n, so that clients never deadlock
@@ -88,9 +91,12 @@ class Changes(SPAWN.Process):
     def run(self):
         import psycopg
 
-        rng, next_id = random.Random(self.seed), self.first_new
+        rng, next_id, made, started = random.Random(self.seed), self.first_new, 0, time.monotonic()
         with psycopg.connect(**self.connection, autocommit=True) as db:
             while not self.stopped.is_set():
+                if self.per_second and made > (time.monotonic() - started) * self.per_second:
+                    time.sleep(made / self.per_second - (time.monotonic() - started))
+                    continue
                 updates, deletes, inserts = [], [], []
                 for _ in range(CHANGES_PER_TRANSACTION):
                     roll = rng.random()
@@ -108,6 +114,7 @@ class Changes(SPAWN.Process):
                     events += db.execute("DELETE FROM t WHERE id = ANY(%s)", (deletes,)).rowcount
                     events += db.execute("INSERT INTO t SELECT n, 0, 'new', now() FROM unnest(%s::bigint[]) n",
                                          (inserts,)).rowcount
+                made += events
                 with self.counted.get_lock():
                     self.counted.value += events
 
@@ -122,6 +129,8 @@ def main() -> None:
                         help="the sink's WRITE MODE")
     parser.add_argument("--no-sink", action="store_true",
                         help="no sink: how fast icesink's store takes changes with the cores to itself")
+    parser.add_argument("--rate", type=float, default=0,
+                        help="change events offered per second (both clients together); 0: as fast as they can")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -216,7 +225,8 @@ def main() -> None:
         found = table.scan(row_filter=EqualTo("id", 0), selected_fields=("b",)).to_arrow()["b"].to_pylist()
         return float(found[0]) if found and found[0] != "0" else 0.0
 
-    writers = [Changes(server, args.rows, seed, args.rows + 1 + seed * 100_000_000, (seed - 1, 2)) for seed in (1, 2)]
+    writers = [Changes(server, args.rows, seed, args.rows + 1 + seed * 100_000_000, (seed - 1, 2), args.rate / 2)
+               for seed in (1, 2)]
     stop_marking = threading.Event()
     marking = threading.Thread(target=mark, args=(stop_marking,), daemon=True)
     changes_started = time.time()
@@ -264,7 +274,8 @@ def main() -> None:
     memory.join()
     server.stop()
     print(f"changes: {events:,} events made upstream in {stopped_at - changes_started:.0f}s "
-          f"({events / (stopped_at - changes_started):,.0f}/s offered by two clients); Iceberg held the last one "
+          f"({events / (stopped_at - changes_started):,.0f}/s offered by two clients"
+          f"{f', paced to {args.rate:,.0f}/s' if args.rate else ''}); Iceberg held the last one "
           f"{caught_up - stopped_at:.1f}s after they stopped: {events / (caught_up - changes_started):,.0f} "
           f"events/s end to end (icesink's store held them all {(ingested_at or caught_up) - stopped_at:.1f}s "
           f"after they stopped: {events / ((ingested_at or caught_up) - changes_started):,.0f} events/s ingested)",

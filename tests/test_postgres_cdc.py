@@ -4,6 +4,7 @@ DuckDB and compared with what Postgres holds."""
 from __future__ import annotations
 
 import datetime
+import os
 import random
 import signal
 import subprocess
@@ -335,6 +336,38 @@ def test_wrong_credentials_or_a_missing_publication_at_run_time_stall_the_source
     assert "CREATE PUBLICATION icesink" in error and "recreate the source" in error
 
 
+def test_the_slot_streams_to_icesink_lets_go_of_what_is_held_and_survives_its_reader_being_killed(
+        session, scheduler, upstream):
+    session.execute(SETUP.format(password=PASSWORD, port=upstream.port))
+    with upstream.admin("shop") as admin:
+        admin.execute("INSERT INTO orders SELECT n, n, 'first' FROM generate_series(1, 500) n")
+    in_sync(session, upstream)
+    with upstream.admin() as admin:
+        streaming = admin.execute("SELECT application_name, state FROM pg_stat_replication").fetchall()
+        assert streaming == [("icesink", "streaming")], streaming
+        wal = lsn_int(admin.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
+
+        def confirmed():  # the upstream keeps no WAL for what icesink holds
+            found = admin.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots").fetchone()[0]
+            return lsn_int(found) >= wal
+        wait_for(confirmed, timeout=30, what="the slot to confirm what the store holds")
+
+    readers = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"icesink.engine.ingest.slot_reader" in cmdline.read_bytes():
+                readers.append(int(cmdline.parent.name))
+        except OSError:  # ended meanwhile
+            pass
+    assert len(readers) == 1, readers
+    os.kill(readers[0], signal.SIGKILL)
+    with upstream.admin("shop") as admin:
+        admin.execute("UPDATE orders SET note = 'after the reader was killed' WHERE id % 2 = 0")
+        admin.execute("DELETE FROM orders WHERE id % 5 = 0")
+    assert len(in_sync(session, upstream)) == 400
+    wait_for(lambda: source_status(session) == ("running", None), timeout=60, what="the source to run again")
+
+
 def test_dropping_a_source_during_its_copy_abandons_it_and_leaves_no_slot_upstream(session, scheduler, upstream):
     with upstream.admin("shop") as admin:
         admin.execute("INSERT INTO orders SELECT n, n, 'n' FROM generate_series(1, 3000000) n")  # a copy of 15 s+
@@ -359,12 +392,14 @@ def test_a_slot_dropped_upstream_fails_the_source_with_what_to_do(session, sched
     wait_for(lambda: source_status(session)[0] == "running", timeout=60, what="the source to run")
     slot = rows(session, "SELECT id FROM mz_sources WHERE name = 'shop'")[0][0]
     with upstream.admin() as admin:
-        def dropped():
+        def dropped():  # as a user drops a slot in use: its reader is cut off first
             try:
+                admin.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+                              "WHERE slot_name LIKE %s AND active_pid IS NOT NULL", (f"%\\_{slot}",))
                 admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
                               "WHERE slot_name LIKE %s", (f"%\\_{slot}",))
                 return True
-            except Exception:  # held by a peek at this moment
+            except Exception:  # still held by the stream that was cut off, or by its next start
                 return False
         wait_for(dropped, timeout=30, what="the slot to be dropped")
     status, error = wait_for(lambda: source_status(session)[0] == "failed" and source_status(session),

@@ -40,13 +40,22 @@ def check(given, end: int) -> None:
             raise PlanError(f"PORT must be a number from 1 to 65535, not {port}", given["PORT"].value_pos)
 
 
-def _in_memory_file(content: str) -> int:
-    """A file descriptor holding `content` that libpq can open by path (/proc/self/fd/N): certificates and keys
-    are never written to disk."""
-    fd = os.memfd_create("icesink-pem", os.MFD_CLOEXEC)
-    os.write(fd, content.encode())
-    os.fchmod(fd, 0o600)  # libpq refuses a key that others may read
-    return fd
+@contextlib.contextmanager
+def in_memory_files(contents: dict[str, str]):
+    """libpq's file parameters (`sslrootcert` …) as paths of in-memory files holding `contents`
+    (/proc/self/fd/N): certificates and keys are never written to disk."""
+    descriptors, paths = [], {}
+    try:
+        for name, content in contents.items():
+            fd = os.memfd_create("icesink-pem", os.MFD_CLOEXEC)
+            descriptors.append(fd)
+            os.write(fd, content.encode())
+            os.fchmod(fd, 0o600)  # libpq refuses a key that others may read
+            paths[name] = f"/proc/self/fd/{fd}"
+        yield paths
+    finally:
+        for fd in descriptors:
+            os.close(fd)
 
 
 class PostgresConnector(Connector):
@@ -69,32 +78,43 @@ class PostgresConnector(Connector):
         """A psycopg connection (autocommit) with the secrets of now; failures are ConnectionInvalid."""
         import psycopg
 
-        options = self.options
-        params = {"host": options.host, "port": int(options.port or DEFAULT_PORT),
-                  "dbname": self.database, "user": self.user,
-                  "sslmode": options.ssl_mode or "disable", "connect_timeout": CONNECT_TIMEOUT_S,
-                  "application_name": "icesink", "autocommit": True, **extra}
-        if options.password is not None:
-            params["password"] = self.value(options.password)
-        descriptors = []
-        for name, option in (("sslrootcert", options.ssl_certificate_authority),
-                             ("sslcert", options.ssl_certificate), ("sslkey", options.ssl_key)):
-            if option is not None:
-                descriptors.append(_in_memory_file(self.value(option)))
-                params[name] = f"/proc/self/fd/{descriptors[-1]}"
-        try:
-            connection = psycopg.connect(**params)
-        except psycopg.Error as exc:
-            raise self._refused(exc) from None
-        finally:
-            for fd in descriptors:
-                os.close(fd)
+        with self._parameters() as params:
+            try:
+                connection = psycopg.connect(**params, autocommit=True, **extra)
+            except psycopg.Error as exc:
+                raise self.refused(exc) from None
         try:
             yield connection
         finally:
             connection.close()
 
-    def _refused(self, exc) -> ConnectionInvalid:
+    def replication_parameters(self) -> dict:
+        """libpq's parameters for a process of its own that opens a replication connection (engine/ingest/
+        slot_reader.py): certificates and keys by content, which it opens in memory; it is handed them by a pipe."""
+        params, contents = self._libpq()
+        return {"params": params, "files": contents}
+
+    @contextlib.contextmanager
+    def _parameters(self):
+        """libpq's connection parameters; certificates and keys are open in memory while they are used."""
+        params, contents = self._libpq()
+        with in_memory_files(contents) as paths:
+            yield {**params, **paths}
+
+    def _libpq(self) -> tuple[dict, dict]:
+        options = self.options
+        params = {"host": options.host, "port": int(options.port or DEFAULT_PORT),
+                  "dbname": self.database, "user": self.user,
+                  "sslmode": options.ssl_mode or "disable", "connect_timeout": CONNECT_TIMEOUT_S,
+                  "application_name": "icesink"}
+        if options.password is not None:
+            params["password"] = self.value(options.password)
+        contents = {name: self.value(option) for name, option in (
+            ("sslrootcert", options.ssl_certificate_authority), ("sslcert", options.ssl_certificate),
+            ("sslkey", options.ssl_key)) if option is not None}
+        return params, contents
+
+    def refused(self, exc) -> ConnectionInvalid:
         # libpq: 'connection failed: connection to server at "h", port p failed: FATAL:  cause\n\thint'
         text = first_line(exc).rsplit(" failed: ", 1)[-1].removeprefix("FATAL:").strip()
         lowered = text.lower()

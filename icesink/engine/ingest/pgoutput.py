@@ -1,5 +1,5 @@
-"""Postgres's built-in logical decoding output (`pgoutput`, protocol version 1), as it comes from
-pg_logical_slot_peek_binary_changes: one message per row. Values arrive in Postgres's text output form, which is
+"""Postgres's built-in logical decoding output (`pgoutput`, protocol version 1), as the streaming replication
+protocol carries it: one message per XLogData. Values arrive in Postgres's text output form, which is
 also the form icesink's engine tables take in. Messages icesink has no use for (Origin, Type, logical messages)
 are skipped."""
 from __future__ import annotations
@@ -32,10 +32,12 @@ class Relation:
 @dataclass(slots=True)
 class Change:
     kind: str  # 'insert', 'update', 'delete', 'truncate'
-    relation: int  # oid (truncate: see `relations`)
+    # the table as described when the change was decoded (a later Relation message may describe it otherwise);
+    # truncate: see `relations`
+    relation: Optional[Relation]
     new: Optional[list] = None  # values by column position; None (NULL), str, or UNCHANGED
     old: Optional[list] = None  # the replica identity's old values ('K': key columns only, others None) or the row
-    relations: tuple[int, ...] = ()
+    relations: tuple[Relation, ...] = ()
 
 
 @dataclass
@@ -46,28 +48,34 @@ class Transaction:
 
 
 class Decoder:
-    """Turns the rows of one peek into whole transactions, remembering relations across peeks."""
+    """Turns messages into whole transactions, remembering the relations described so far."""
 
     def __init__(self):
         self.relations: dict[int, Relation] = {}
         self._open: Optional[Transaction] = None
 
+    @property
+    def in_transaction(self) -> bool:
+        return self._open is not None
+
     def feed(self, data: bytes) -> Optional[Transaction]:
         """One message; returns the transaction its Commit completes. Row messages, by far the most, come first."""
         kind = data[0]
         if kind == _UPDATE:
-            oid = _OID(data, 1)[0]
+            relation = self.relations[_OID(data, 1)[0]]
             old = None
             if data[5] != _NEW:  # 'K' or 'O': the old values come first
                 old, at = _tuple(data, 6)
                 new, _ = _tuple(data, at + 1)
             else:
                 new, _ = _tuple(data, 6)
-            self._open.changes.append(Change("update", oid, new, old))
+            self._open.changes.append(Change("update", relation, new, old))
         elif kind == _INSERT:
-            self._open.changes.append(Change("insert", _OID(data, 1)[0], _tuple(data, 6)[0]))  # after 'N'
+            self._open.changes.append(Change("insert", self.relations[_OID(data, 1)[0]],
+                                             _tuple(data, 6)[0]))  # after 'N'
         elif kind == _DELETE:
-            self._open.changes.append(Change("delete", _OID(data, 1)[0], None, _tuple(data, 6)[0]))  # after 'K'/'O'
+            self._open.changes.append(Change("delete", self.relations[_OID(data, 1)[0]], None,
+                                             _tuple(data, 6)[0]))  # after 'K'/'O'
         elif kind == _BEGIN:
             self._open = Transaction(0, struct.unpack_from(">q", data, 9)[0])
         elif kind == _COMMIT:
@@ -80,7 +88,7 @@ class Decoder:
         elif kind == _TRUNCATE:
             count = _OID(data, 1)[0]
             oids = struct.unpack_from(f">{count}I", data, 6)
-            self._open.changes.append(Change("truncate", 0, relations=oids))
+            self._open.changes.append(Change("truncate", None, relations=tuple(self.relations[o] for o in oids)))
         return None
 
     def _relation(self, data: bytes) -> None:

@@ -6,10 +6,10 @@ The first run creates the source's replication slot (pgoutput) with an exported 
 that snapshot into Parquet files, its *base* (copy.py; on Spark's executors in ctid ranges when the table is large,
 parallel_copy.py). One local transaction records the bases, which sinks read as the tables' first changes, and the
 slot's consistent point: no change is lost or doubled at the seam. The copied rows then go into the store's tables,
-a block per transaction, before the first change is applied to them. Then it peeks the slot's changes a batch of
-whole transactions at a time, applies them to the local copy (rows and a segment) together with the LSN they end
-at, and only then advances the slot: the upstream keeps a change until icesink
-holds it durably, and a change applied before a crash is recognised by its LSN and skipped after it.
+a block per transaction, before the first change is applied to them. Then it streams the slot's changes (stream.py),
+applies them a batch of whole transactions at a time to the local copy (rows and a segment) together with the LSN
+they end at, and only then confirms them to the slot: the upstream keeps a change until icesink holds it durably,
+and a change applied before a crash is recognised by its LSN and skipped after it.
 
 A table created from the source later (CREATE TABLE … FROM SOURCE) is copied as of a snapshot of its own, and the
 changes its copy holds are skipped by LSN. An upstream table that changes its columns is followed (schema.py)."""
@@ -34,16 +34,18 @@ from .. import segments
 from ..tables import TableStore, base_dir
 from .copy import SESSION, CopyRefused, base_batches, stored_rows, write_base
 from .parallel_copy import PAGES_PER_TASK, PARALLEL_PAGES, Cancelled, copy_on_executors, page_ranges, range_query
-from .pgoutput import Decoder, Transaction, lsn_int, lsn_text
+from .pgoutput import Relation, Transaction, lsn_int, lsn_text
 from .schema import SchemaChanged, UpstreamTypes, matched_by_key, reconcile, relation_types, table_types
+from .stream import SlotStream, StreamFailed
 from .subsource import Subsource
 
 log = logging.getLogger("icesink.ingest")
 # changes per store transaction: changes to random keys dirty a page each, and a larger transaction writes a page
 # once for more of them (31k upserts/s at 50,000 per transaction, 84k at 250,000, into 10M rows). Postgres finishes
 # the transaction in progress: a batch may be larger.
-CHANGES_PER_PEEK = 500_000
-IDLE_SECONDS = 0.2
+CHANGES_PER_BATCH = 500_000
+IDLE_SECONDS = 0.2  # how long a batch waits for its first transaction
+STREAM_BYTES = 64 << 20  # pgoutput messages read ahead of the batch applied, in each of two processes (~800k)
 STORE_WAIT_SECONDS = 600
 DROP_SLOT = "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s"
 LOAD_ROWS = 100_000  # copied rows put into the store per transaction
@@ -115,7 +117,6 @@ class PostgresIngestion:
         self.connector = connector_for(catalog.get_by_id(self.descriptor.connection_id), secret, catalog)
         self.slot = slot_name(catalog, source.id)
         self.subsources = {o.descriptor.upstream: Subsource(o) for o in replicated_relations(catalog, source.id)}
-        self.decoder = Decoder()
         self.stopping = threading.Event()
         self.lsn = 0  # every change up to here is in the local copy
         self._staged = 0  # rows of the initial copy so far
@@ -171,19 +172,19 @@ class PostgresIngestion:
                                        (self.source.id,)))
         for sub in self.subsources.values():
             sub.copied_at = copied.get(sub.obj.id) or 0
-        with self.connector.connect(options=SESSION) as upstream:
+        publication = self.descriptor.publication
+        with self.connector.connect(options=SESSION) as upstream, \
+                SlotStream(self.connector, self.slot, publication, self.lsn, self.stopping, STREAM_BYTES) as stream:
             self.upstream, self.types = upstream, UpstreamTypes(upstream)
-            announced, pruned = False, 0.0
+            announced, pruned, self._received = False, 0.0, (0, 0)
             while not self.stopping.is_set():
-                applied = self._pump(store, upstream)
+                self._pump(store, stream)
                 if not announced:
                     on_running({"lsn": lsn_text(self.lsn), "slot": self.slot})
                     announced = True
                 if time.monotonic() - pruned >= PRUNE_SECONDS:
                     self._prune(store)
                     pruned = time.monotonic()
-                if applied == 0:
-                    self.stopping.wait(IDLE_SECONDS)
 
     def stop(self) -> None:
         self.stopping.set()
@@ -345,29 +346,13 @@ class PostgresIngestion:
                      sub.obj.descriptor.upstream)
 
     # ------------------------------------------------------------ the change stream
-    def _pump(self, store: TableStore, upstream) -> int:
-        """Applies the next batch of whole transactions; returns how many it applied."""
-        import psycopg
-
-        known = lsn_int(upstream.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
+    def _pump(self, store: TableStore, stream: SlotStream) -> None:
+        """Applies the next batch of whole transactions, then confirms them to the slot."""
+        known = lsn_int(self.upstream.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
         try:
-            rows = upstream.execute(
-                "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, NULL, %s, 'proto_version', '1', "
-                "'publication_names', %s)",
-                (self.slot, CHANGES_PER_PEEK, '"' + self.descriptor.publication.replace('"', '""') + '"')).fetchall()
-        except (psycopg.errors.UndefinedObject, psycopg.errors.ObjectNotInPrerequisiteState) as exc:
-            if "publication" in first_line(exc):  # the same SQLSTATE as a missing slot, but the slot is there
-                publication = self.descriptor.publication
-                raise self.connector.invalid(
-                    f"publication '{publication}' does not exist upstream, or did not when the next change was made "
-                    f"({first_line(exc)}): CREATE PUBLICATION {publication} FOR TABLE … again; if changes were made "
-                    "while it was missing, Postgres cannot decode them for this slot: recreate the source "
-                    "(DROP SOURCE … CASCADE, then CREATE SOURCE)") from None
-            raise SlotLost(f"source '{self.source.name}': its replication slot {self.slot} can no longer be read "
-                           f"({first_line(exc)}): the changes since icesink last read it are lost; "
-                           "recreate the source (DROP SOURCE … CASCADE, then CREATE SOURCE)") from None
-        transactions = [t for t in (self.decoder.feed(bytes(data)) for (data,) in rows) if t is not None]
-        self._count(messages_staged=len(rows), bytes_staged=sum(len(data) for (data,) in rows), offset_known=known)
+            transactions = stream.take(CHANGES_PER_BATCH, IDLE_SECONDS)
+        except Exception as exc:
+            raise self._stream_failed(exc) from None
         fresh = [t for t in transactions if t.end_lsn > self.lsn]  # applied before a crash: skipped
         changed, end = None, len(fresh)
         while end:
@@ -383,14 +368,39 @@ class PostgresIngestion:
                 continue
             self.lsn = fresh[end - 1].end_lsn
             break
-        # with nothing left to read, everything the server had written when asked is either held or not published
-        self._count(offset_committed=self.lsn if rows else max(self.lsn, known))
         done = self.lsn if changed else transactions[-1].end_lsn if transactions else None  # never below the slot's
         if done:
-            upstream.execute("SELECT pg_replication_slot_advance(%s, %s)", (self.slot, lsn_text(done)))
+            stream.confirm(done)
+        messages, size, caught_up = stream.received()
+        # every transaction up to `caught_up` is applied, and nothing after it up to `known` is published
+        self._count(messages_staged=messages - self._received[0], bytes_staged=size - self._received[1],
+                    offset_known=known, offset_committed=max(self.lsn, min(known, caught_up)))
+        self._received = (messages, size)
         if changed:
             raise changed
-        return len(fresh)
+
+    def _stream_failed(self, exc: Exception) -> Exception:
+        """What stopped the slot's reader, said for the user: the login or the connection (retried), a missing
+        publication (retried: it may be created again), or the slot gone (the source must be recreated)."""
+        if not isinstance(exc, StreamFailed):
+            return exc
+        text = first_line(exc)
+        if exc.stage == "connect":
+            return self.connector.refused(exc)
+        if exc.code == "42704" and "publication" in text:  # undefined_object, as a missing slot is
+            publication = self.descriptor.publication
+            return self.connector.invalid(
+                f"publication '{publication}' does not exist upstream, or did not when the next change was made "
+                f"({text}): CREATE PUBLICATION {publication} FOR TABLE … again; if changes were made "
+                "while it was missing, Postgres cannot decode them for this slot: recreate the source "
+                "(DROP SOURCE … CASCADE, then CREATE SOURCE)")
+        if exc.code in ("42704", "55000"):  # undefined_object, object_not_in_prerequisite_state (invalidated)
+            return SlotLost(f"source '{self.source.name}': its replication slot {self.slot} can no longer be read "
+                            f"({text}): the changes since icesink last read it are lost; "
+                            "recreate the source (DROP SOURCE … CASCADE, then CREATE SOURCE)")
+        if exc.lost:
+            return self.connector.invalid(f"the connection to {self.connector.address} was lost: {text}")
+        return self.connector.invalid(f"replication from slot {self.slot} stopped: {text}")
 
     def _apply(self, db, transactions: list[Transaction]) -> None:
         """Applies the transactions, folded per key (subsource.py). A schema change that stops them short says
@@ -408,8 +418,8 @@ class PostgresIngestion:
     def _stage(self, db, transaction: Transaction) -> None:
         for change in transaction.changes:
             if change.kind == "truncate":
-                for oid in change.relations:
-                    sub = self._target(oid, transaction)
+                for relation in change.relations:
+                    sub = self._target(relation, transaction)
                     if sub is not None:
                         sub.truncate(db)
                 continue
@@ -417,8 +427,7 @@ class PostgresIngestion:
             if sub is not None:
                 sub.stage(db, change)
 
-    def _target(self, oid: int, transaction: Transaction) -> Subsource | None:
-        relation = self.decoder.relations[oid]
+    def _target(self, relation: Relation, transaction: Transaction) -> Subsource | None:
         sub = self.subsources.get(relation.qualified)
         if sub is not None and transaction.end_lsn <= sub.copied_at:
             return None  # its copy holds this transaction
@@ -437,8 +446,8 @@ def replicated_relations(catalog: Catalog, source_id: str) -> list[CatalogObject
 
 
 def drop_slot(connector, slot: str) -> None:
-    """DROP SOURCE: the slot would otherwise keep the upstream's WAL forever. A peek in progress holds it for a
-    moment, so a busy slot is tried again."""
+    """DROP SOURCE: the slot would otherwise keep the upstream's WAL forever. It is held until the replication's
+    stream has closed its connection, so a busy slot is tried again."""
     import psycopg
 
     with connector.connect() as upstream:
