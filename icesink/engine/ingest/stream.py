@@ -66,8 +66,8 @@ class SlotStream:
             self._process.stdin.close()  # the reader stops
         except OSError:
             pass
-        try:
-            self._process.wait(timeout=10)
+        try:  # it notices within a second, unless its output is full and nobody reads it any more
+            self._process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
@@ -126,7 +126,12 @@ class SlotStream:
         if not taken and self._failure is not None and not self._rest:
             raise self._failure
         if not taken and self._ended and self._failure is None and not self.stopping.is_set():
-            raise StreamFailed("read", None, f"the slot's reader ended (exit code {self._process.poll()})", False)
+            try:
+                code = self._process.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                code = None
+            ended = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+            raise StreamFailed("read", None, f"the slot's reader ended ({ended})", False)
         return taken
 
     def received(self) -> tuple[int, int, int]:
