@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 UNCHANGED = object()  # an unchanged TOASTed value: Postgres did not send it, the row keeps the one it has
-_BEGIN, _COMMIT, _RELATION, _INSERT, _UPDATE, _DELETE, _TRUNCATE, _NEW = b"BCRIUDTN"
+BEGIN, COMMIT, _RELATION, _INSERT, _UPDATE, _DELETE, _TRUNCATE, _NEW = b"BCRIUDTN"  # message kinds
 _TEXT, _NULL, _UNCHANGED = b"tnu"
 _OID, _SHORT, _INT = (struct.Struct(form).unpack_from for form in (">I", ">h", ">i"))
 
@@ -76,9 +76,9 @@ class Decoder:
         elif kind == _DELETE:
             self._open.changes.append(Change("delete", self.relations[_OID(data, 1)[0]], None,
                                              _tuple(data, 6)[0]))  # after 'K'/'O'
-        elif kind == _BEGIN:
+        elif kind == BEGIN:
             self._open = Transaction(0, struct.unpack_from(">q", data, 9)[0])
-        elif kind == _COMMIT:
+        elif kind == COMMIT:
             _flags, _commit_lsn, end_lsn, ts = struct.unpack_from(">bqqq", data, 1)
             done, self._open = self._open, None
             done.end_lsn, done.commit_ts = end_lsn, ts

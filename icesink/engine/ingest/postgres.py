@@ -176,7 +176,7 @@ class PostgresIngestion:
         with self.connector.connect(options=SESSION) as upstream, \
                 SlotStream(self.connector, self.slot, publication, self.lsn, self.stopping, STREAM_BYTES) as stream:
             self.upstream, self.types = upstream, UpstreamTypes(upstream)
-            announced, pruned, self._received = False, 0.0, (0, 0)
+            announced, pruned = False, 0.0
             while not self.stopping.is_set():
                 self._pump(store, stream)
                 if not announced:
@@ -373,9 +373,8 @@ class PostgresIngestion:
             stream.confirm(done)
         messages, size, caught_up = stream.received()
         # every transaction up to `caught_up` is applied, and nothing after it up to `known` is published
-        self._count(messages_staged=messages - self._received[0], bytes_staged=size - self._received[1],
-                    offset_known=known, offset_committed=max(self.lsn, min(known, caught_up)))
-        self._received = (messages, size)
+        self._count(messages_staged=messages, bytes_staged=size, offset_known=known,
+                    offset_committed=max(self.lsn, min(known, caught_up)))
         if changed:
             raise changed
 

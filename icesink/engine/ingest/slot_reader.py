@@ -21,12 +21,12 @@ import struct
 import sys
 import time
 
+from icesink.engine.ingest.pgoutput import BEGIN, COMMIT
+
 CAUGHT_UP = 0xFFFFFFFE  # then 8 bytes: a WAL end up to which every transaction was sent before this frame
 FAILED = 0xFFFFFFFF  # then a length and JSON: {"stage", "code", "text", "lost"}; the last frame
 STATUS_SECONDS = 1.0
-_LENGTH, _LSN = struct.Struct(">I"), struct.Struct(">Q")
-_COMMIT = ord("C")
-_BEGIN = ord("B")
+LENGTH, LSN = struct.Struct(">I"), struct.Struct(">Q")
 
 
 def _read_exactly(fd: int, size: int) -> bytes:
@@ -79,7 +79,7 @@ class _Reader:
     def _fail(self, stage: str, code: str | None, text: str, lost: bool) -> None:
         """What was read before the failure, then the failure."""
         report = json.dumps({"stage": stage, "code": code, "text": text, "lost": lost}).encode()
-        self.outbox += _LENGTH.pack(FAILED) + _LENGTH.pack(len(report)) + report
+        self.outbox += LENGTH.pack(FAILED) + LENGTH.pack(len(report)) + report
         os.set_blocking(1, True)
         while self.outbox:
             del self.outbox[:os.write(1, self.outbox)]
@@ -110,19 +110,19 @@ class _Reader:
 
     def _read(self, cursor) -> bool:
         """Reads what the server has sent, up to the bound; True when nothing more is there now."""
-        outbox, pack = self.outbox, _LENGTH.pack
+        outbox, pack = self.outbox, LENGTH.pack
         while len(outbox) < self.bound:
             message = cursor.read_message()
             if message is None:
                 if not self.in_transaction and cursor.wal_end > self.caught_up:
                     self.caught_up = cursor.wal_end
-                    outbox += pack(CAUGHT_UP) + _LSN.pack(self.caught_up)
+                    outbox += pack(CAUGHT_UP) + LSN.pack(self.caught_up)
                 return True
             payload = message.payload
             kind = payload[0]
-            if kind == _BEGIN:
+            if kind == BEGIN:
                 self.in_transaction = True
-            elif kind == _COMMIT:
+            elif kind == COMMIT:
                 self.in_transaction = False
             outbox += pack(len(payload))
             outbox += payload
@@ -139,14 +139,14 @@ class _Reader:
         data = self.pending + data
         whole = len(data) - len(data) % 8
         for at in range(0, whole, 8):
-            self.confirmed = max(self.confirmed, _LSN.unpack_from(data, at)[0])
+            self.confirmed = max(self.confirmed, LSN.unpack_from(data, at)[0])
         self.pending = data[whole:]
         return True
 
 
 def main() -> None:
     try:
-        request = json.loads(_read_exactly(0, _LENGTH.unpack(_read_exactly(0, 4))[0]))
+        request = json.loads(_read_exactly(0, LENGTH.unpack(_read_exactly(0, 4))[0]))
         _Reader(request).run()
     except (BrokenPipeError, EOFError, KeyboardInterrupt):  # the replication has ended
         pass

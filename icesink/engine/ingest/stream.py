@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from .pgoutput import Decoder, Transaction
-from .slot_reader import _LENGTH, _LSN, CAUGHT_UP, FAILED
+from .slot_reader import LENGTH, LSN, CAUGHT_UP, FAILED
 
 CHUNK = 1 << 20
 
@@ -44,7 +44,7 @@ class SlotStream:
         self._ready = threading.Condition()
         self._ended = False
         self._failure: StreamFailed | None = None
-        self._messages = self._bytes = 0
+        self._messages = self._bytes = 0  # taken since `received` was last called
         self._caught_up = 0
         self._process: subprocess.Popen | None = None
         self._receiver = threading.Thread(target=self._receive, name=f"slot {slot}", daemon=True)
@@ -57,7 +57,7 @@ class SlotStream:
                                          bufsize=0, env={**os.environ, "PYTHONPATH": path})
         request = json.dumps(self.request).encode()
         self.request = None  # the secrets are in the reader's hands only
-        self._process.stdin.write(_LENGTH.pack(len(request)) + request)
+        self._process.stdin.write(LENGTH.pack(len(request)) + request)
         self._receiver.start()
         return self
 
@@ -79,7 +79,7 @@ class SlotStream:
     def confirm(self, lsn: int) -> None:
         """Everything up to `lsn` is held durably: the slot may let it go."""
         try:
-            self._process.stdin.write(_LSN.pack(lsn))
+            self._process.stdin.write(LSN.pack(lsn))
         except OSError:  # the reader has ended: its failure is what the next take raises
             pass
 
@@ -98,17 +98,17 @@ class SlotStream:
             self._held = 0
             self._ready.notify_all()
         taken, changes, at = [], 0, 0
-        feed, unpack = self.decoder.feed, _LENGTH.unpack_from
+        feed, unpack = self.decoder.feed, LENGTH.unpack_from
         while len(data) - at >= 4 and changes < limit:
             length = unpack(data, at)[0]
             if length == CAUGHT_UP:
                 if len(data) - at < 12:
                     break
-                self._caught_up = _LSN.unpack_from(data, at + 4)[0]
+                self._caught_up = LSN.unpack_from(data, at + 4)[0]
                 at += 12
                 continue
             if length == FAILED:  # the last frame
-                size = _LENGTH.unpack_from(data, at + 4)[0] if len(data) - at >= 8 else len(data)
+                size = LENGTH.unpack_from(data, at + 4)[0] if len(data) - at >= 8 else len(data)
                 if len(data) - at - 8 >= size:
                     self._failure = StreamFailed(**json.loads(data[at + 8:at + 8 + size]))
                     at = len(data)
@@ -135,8 +135,10 @@ class SlotStream:
         return taken
 
     def received(self) -> tuple[int, int, int]:
-        """Messages and bytes taken so far, and a WAL end up to which every transaction is taken (0: unknown)."""
-        return self._messages, self._bytes, 0 if self._rest else self._caught_up
+        """Messages and bytes taken since the last call, and a WAL end up to which every transaction is taken
+        (0: unknown). Called by the thread that takes."""
+        messages, size, self._messages, self._bytes = self._messages, self._bytes, 0, 0
+        return messages, size, 0 if self._rest else self._caught_up
 
     def _receive(self) -> None:
         output = self._process.stdout
