@@ -1,10 +1,13 @@
-"""The icesink command: parse, -f, -c, standard input, and the quickstart."""
+"""The icesink command: parse, -f, -c, standard input, the quickstart, and how its Spark starts."""
+import signal
 import subprocess
 from decimal import Decimal
 from pathlib import Path
 
 import icesink
-from tests.conftest import CORPUS, ICESINK, cli_env, rows
+from icesink.engine import class_archive
+from tests.conftest import CORPUS, ICESINK, cli_env, rows, serve
+from tests.runtime import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -83,3 +86,37 @@ def test_spark_settings_apply_to_an_early_select_from_iceberg(tmp_path, data_dir
     done = subprocess.run(ICESINK + ["--data-dir", str(other), "-c", sql], capture_output=True, text=True,
                           env=cli_env(ICESINK_LOG="INFO"), timeout=180)
     assert "Spark started: master local[2]" in done.stderr, done.stderr[-2000:]
+
+
+def java_children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and b"java" in (stat.parent / "cmdline").read_bytes():
+                found.append(int(stat.parent.name))
+        except (OSError, IndexError):  # ended meanwhile
+            pass
+    return found
+
+
+def test_a_later_process_maps_the_class_archive_of_spark_an_earlier_one_built(session):
+    """The first Spark of a machine (here, the test session's) starts a builder of Spark's class archive; once it
+    is built, every later process's JVM maps it, and says nothing about it."""
+    archive = class_archive._archive_path()
+    class_archive.java_options()  # starts the builder if no process has yet
+    wait_for(archive.exists, timeout=300, what="Spark's class archive to be built")
+    assert not [p.name for p in archive.parent.glob(f"{archive.name}.*")]  # no partial archive, no claim left
+    session.execute("""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE TABLE t (id bigint NOT NULL, PRIMARY KEY (id));
+        CREATE SINK t_lake FROM t INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'n', TABLE 't') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')""")
+    process = serve(session.data_dir)
+    try:
+        def mapped():
+            return any(str(archive) in Path(f"/proc/{jvm}/maps").read_text() for jvm in java_children(process.pid))
+        wait_for(mapped, timeout=120, what="serve's JVM to map the class archive")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 0
+    assert "cds" not in process.stderr.read()

@@ -24,7 +24,7 @@ from tests.servers import Postgres
 
 PASSWORD = "cdc-pw-31"
 EXAMPLES = Path(__file__).parent.parent / "examples"
-KILLS = 6
+KILLS = 4
 ADD_COLUMN_AT = 250  # transactions, after the TRUNCATE: rows written before it must take its default
 
 

@@ -11,6 +11,7 @@ log = logging.getLogger("icesink.spark")
 _lock = threading.Lock()
 _session = None
 _settings = None  # (master, conf) the session was started with
+LOG4J_OPTION = f"-Dlog4j2.configurationFile=file:{Path(__file__).with_name('log4j2.properties')}"
 
 DEFAULT_CONF = {
     "spark.sql.session.timeZone": "UTC",
@@ -40,12 +41,12 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-            log4j = Path(__file__).with_name("log4j2.properties")
-            java_options = f"-Dlog4j2.configurationFile=file:{log4j}"
             from pyspark.sql import SparkSession
 
+            from .class_archive import java_options
+
             builder = SparkSession.builder.appName("icesink").master(master or "local[*]")
-            defaults = {**DEFAULT_CONF, "spark.driver.extraJavaOptions": java_options}
+            defaults = {**DEFAULT_CONF, "spark.driver.extraJavaOptions": f"{LOG4J_OPTION} {java_options()}"}
             for key, value in {**defaults, **(conf or {})}.items():
                 builder = builder.config(key, value)
             _session = builder.getOrCreate()
