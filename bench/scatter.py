@@ -12,7 +12,9 @@ trigger (or for the batch before it to end), then for its batch, so freshness = 
 waits a real trigger would have are not spent. Streaming's own overhead per batch (well under 0.1 s) is not in it.
 
 `--long N`: N batches at the first rate into a `--long-rows` table in merge-on-read, reporting the worst batch
-against the median, over the run and over each ten minutes of it (N = 120 is ten minutes of 5 s commits), and the time DuckDB takes to scan the table then
+against the median, over the run and over each ten minutes of it (N = 120 is ten minutes of 5 s commits), the
+slowest commits with the share of their Spark job (locating keys, writing files: the rest is the catalog's commit),
+and the time DuckDB takes to scan the table then
 against a copy of its rows written afresh (sorted by key, in files of the size icesink writes, no delete files). Prints figures; it is not a test.
 """
 from __future__ import annotations
@@ -63,6 +65,7 @@ class Bench:
         self.interval = 5.0  # COMMIT INTERVAL: a fold may take up the time left of it
         self.commits: list[float] = []  # of each batch, the seconds until its commit
         self.folds: list[float] = []  # of each batch, the seconds its fold took
+        self.jobs: list[float] = []  # of each batch, the seconds of its Spark job (locating, writing), in its commit
 
     def changes(self, count: int, first: bool = False):
         """`count` upserts as a change stream (the sink's columns, then OFFSET, DIFF, TS), made on the executors."""
@@ -81,9 +84,16 @@ class Bench:
         """One batch as a sink runs it (commit, expiry, fold); its seconds."""
         frame = self.changes(count, first)
         started = time.perf_counter()
-        self.committer.commit(Offset(self.offset - count),
-                              lambda table, after: self.writer.plan(frame, table, after))
+        job = [0.0]
+
+        def plan(table, after):
+            planning = time.perf_counter()
+            files = self.writer.plan(frame, table, after)
+            job[0] += time.perf_counter() - planning
+            return files
+        self.committer.commit(Offset(self.offset - count), plan)
         folding = time.perf_counter()
+        self.jobs.append(job[0])
         if hasattr(self.writer, "plan_fold"):
             left = self.interval - (folding - started)
             self.committer.fold(lambda table: self.writer.plan_fold(self.spark, table, count, left))
@@ -149,6 +159,7 @@ def long_run(spark, rows: int, rate: int, interval: float, batches: int) -> None
         bench.interval = interval
         bench.batch(rows, first=True)
         bench.commits.clear()
+        bench.jobs.clear()
         durations = [bench.batch(int(rate * interval)) for _ in range(batches)]
         table = bench.load()
         summary = table.current_snapshot().summary
@@ -172,6 +183,10 @@ def long_run(spark, rows: int, rate: int, interval: float, batches: int) -> None
               f"{percentile(simulate(durations, commits, interval), 0.95):.1f}s; then {summary['total-data-files']} "
               f"data files, {summary['total-delete-files']} delete files, {summary['total-position-deletes']} "
               "position deletes", flush=True)
+        slowest5 = sorted(range(len(commits)), key=lambda i: -commits[i])[:5]
+        print("slowest commits: " + ", ".join(f"batch {i + 1} {commits[i]:.2f}s (its Spark job {bench.jobs[i]:.2f}s)"
+                                              for i in slowest5) + f"; median Spark job {statistics.median(bench.jobs):.2f}s",
+              flush=True)
         worn = min(scan_seconds(table.metadata_location) for _ in range(3))
         fresh_catalog = SqlCatalog("fresh", uri=f"sqlite:///{directory}/fresh.db", warehouse=f"file://{directory}/f")
         fresh_catalog.create_namespace("bench")
