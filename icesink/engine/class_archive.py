@@ -25,7 +25,11 @@ QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an archive the JVM cannot use i
 
 def java_options() -> str:
     """The JVM options that use the archive; none while it is missing, and then a builder is started."""
-    archive = _archive_path()
+    try:
+        archive = _archive_path()
+    except (OSError, RuntimeError) as exc:  # no home directory, an unreadable jar: Spark starts without it
+        log.info("no class archive for Spark: %s", exc)
+        return ""
     if archive is None:
         return ""
     if archive.exists():
