@@ -69,11 +69,11 @@ def cli_env(**extra):
     return env
 
 
-def serve(data_dir, crash_at=None):
+def serve(data_dir, crash_at=None, stdout=subprocess.DEVNULL):
     """`icesink serve` on a data directory, in a process of its own (to be killed)."""
     env = cli_env(ICESINK_SPARK_MASTER="local[2]", **({"ICESINK_CRASH_AT": crash_at} if crash_at else {}))
     return subprocess.Popen(ICESINK + ["serve", "--data-dir", str(data_dir)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=stdout, stderr=subprocess.PIPE, text=True)
 
 
 def kill_serve_repeatedly(data_dir, crash_points, rng, seconds=(4, 14)) -> int:

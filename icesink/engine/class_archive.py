@@ -56,7 +56,7 @@ def _archive_path() -> Path | None:
     jars = Path(pyspark.__file__).parent / "jars"
     fingerprint = hashlib.sha256(repr((
         os.environ.get("JAVA_HOME"), os.path.realpath(shutil.which("java") or ""),
-        sorted((p.name, p.stat().st_size, int(p.stat().st_mtime)) for p in jars.glob("*.jar")),
+        sorted((p.name, stat.st_size, int(stat.st_mtime)) for p in jars.glob("*.jar") for stat in [p.stat()]),
     )).encode()).hexdigest()[:16]
     return cache / f"spark-{pyspark.__version__}-{fingerprint}.jsa"
 

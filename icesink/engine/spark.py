@@ -46,7 +46,9 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
             from .class_archive import java_options
 
             builder = SparkSession.builder.appName("icesink").master(master or "local[*]")
-            defaults = {**DEFAULT_CONF, "spark.driver.extraJavaOptions": f"{LOG4J_OPTION} {java_options()}"}
+            defaults = dict(DEFAULT_CONF)
+            if "spark.driver.extraJavaOptions" not in (conf or {}):  # else the archive would go unused: no builder
+                defaults["spark.driver.extraJavaOptions"] = f"{LOG4J_OPTION} {java_options()}"
             for key, value in {**defaults, **(conf or {})}.items():
                 builder = builder.config(key, value)
             _session = builder.getOrCreate()
