@@ -165,6 +165,37 @@ def test_sinks_on_views_hold_the_views_query_over_the_final_input(session, sched
     assert min(_check(session, sink) for sink in VIEWS) > 3
 
 
+def test_a_key_two_relations_changes_touch_in_one_batch_is_written_once(session, spark):
+    """A user's move touches every event of theirs (one offset for all of them), and an event's own change touches
+    it again, later in the same batch: the key's row is written once, as its newest change left it."""
+    from icesink.engine.scheduler import Scheduler
+
+    session.execute("""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE TABLE users (id bigint NOT NULL, region text, PRIMARY KEY (id));
+        CREATE TABLE events (id bigint NOT NULL, user_id bigint, amount numeric(10,2), PRIMARY KEY (id));
+        CREATE MATERIALIZED VIEW placed AS SELECT e.id, e.amount, u.region FROM events e JOIN users u ON u.id = e.user_id;
+        CREATE SINK placed_lake FROM placed INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'placed')
+          KEY (id) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1s');
+        INSERT INTO users VALUES (1, 'north'), (2, 'south');
+        INSERT INTO events VALUES (1, 1, 10), (2, 1, 20), (3, 2, 30);
+    """)
+
+    def run():
+        scheduler = Scheduler(session.data_dir, session.executor.secret_value, lambda: spark)
+        scheduler.start()
+        try:
+            wait_for(_caught_up(session, "placed_lake", "placed", "events", "users"), what="placed_lake to commit")
+        finally:
+            scheduler.stop()
+    run()
+    # while the sink is stopped, so that its next batch holds both changes
+    session.execute("UPDATE users SET region = 'east' WHERE id = 1; UPDATE events SET amount = 21 WHERE id = 2")
+    run()
+    got = duckdb_rows(iceberg_table(session, "placed_lake").metadata_location, "id, amount, region", "id")
+    assert [(i, float(a), r) for i, a, r in got] == [(1, 10.0, "east"), (2, 21.0, "east"), (3, 30.0, "south")]
+
+
 REFUSED_VIEWS = """
 CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
 CREATE TABLE orders (id bigint NOT NULL, customer text, price numeric(10,2), PRIMARY KEY (id));

@@ -19,12 +19,21 @@ from ..key_ranges import files_holding, group_files, group_index, key_partitions
 from .base import RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, task_rows, violation, write
 
 PID = "_icesink_group"
+ROW = "_icesink_row"
 
 
 def _latest(rows, key: list[str]):
-    """The last change per key in source order (offsets are unique, so the newest offset names one row)."""
+    """The last change per key in source order: the row of each key's newest offset."""
     newest = rows.group_by(key).aggregate([(OFFSET, "max")])[f"{OFFSET}_max"]
-    return rows.filter(pc.is_in(rows[OFFSET], value_set=newest))
+    kept = rows.filter(pc.is_in(rows[OFFSET], value_set=newest))
+    if kept.num_rows == len(newest):  # each offset names one row (a table's changes): one row per key
+        return kept
+    # a view's rows carry the offset of the change that touched them, and a change touches many keys: an older
+    # row of one key may carry another key's newest offset
+    newest_first = pc.sort_indices(kept, sort_keys=[(OFFSET, "descending")])
+    ordered = kept.select(key).take(newest_first).append_column(ROW, newest_first)
+    first = ordered.group_by(key, use_threads=False).aggregate([(ROW, "first")])[f"{ROW}_first"]  # ordered: 1 thread
+    return kept.take(first.sort())
 
 
 def _violations(rows, key: list[str]) -> str | None:
