@@ -3,11 +3,12 @@
     .venv/bin/python bench/postgres.py --rows 1000000 --seconds 60 [--interval 5s] [--write-mode merge-on-read] [--no-sink]
         [--rate EVENTS_PER_SECOND]
 
-Prints, in one run: the raw `COPY … TO STDOUT` speed of a --rows, 4-column table; the initial copy (rows/s) to
-Parquet files, to the Iceberg table, and into icesink's store, after which changes are followed; sustained change
-events/s end to end (mixed inserts, updates and deletes on random keys over the whole key space, committed upstream
-as fast as two clients can, or at --rate, until Iceberg holds the last one); p50/p95 freshness (an upstream commit -> visible in Iceberg), and peak memory of icesink's processes
-(driver and Spark). With --no-sink, no sink runs: what icesink's store alone takes. A figure, not a test.
+Prints, in one run: the raw `COPY … TO STDOUT` speed of a --rows, 4-column table (read by psql, and by psycopg);
+the initial copy (rows/s) to Parquet files, to the Iceberg table, and into icesink's store, after which changes are
+followed; sustained change events/s end to end (mixed inserts, updates and deletes on random keys over the whole key
+space, committed upstream as fast as two clients can, or at --rate, until Iceberg holds the last one); p50/p95
+freshness (an upstream commit -> visible in Iceberg), and peak memory of icesink's processes (driver and Spark).
+With --no-sink, no sink runs: what icesink's store alone takes. A figure, not a test.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import logging
 import multiprocessing
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import threading
@@ -32,7 +34,7 @@ from icesink.catalog_connections import connector_for  # noqa: E402
 from icesink.engine.ingest.pgoutput import lsn_int  # noqa: E402
 from icesink.engine.scheduler import Scheduler  # noqa: E402
 from icesink.engine.spark import get_spark  # noqa: E402
-from tests.servers import Postgres  # noqa: E402
+from tests.servers import PG_BIN, Postgres  # noqa: E402
 
 PASSWORD = "bench-pw"
 SPAWN = multiprocessing.get_context("spawn")  # not forked from a process that runs Spark's threads
@@ -149,8 +151,14 @@ def main() -> None:
         with db.cursor().copy("COPY t TO STDOUT") as copy:
             while copy.read():
                 pass
-        raw = (args.rows + 1) / (time.time() - started)
-    print(f"raw COPY t TO STDOUT ({args.rows:,} rows, 4 columns): {raw:,.0f} rows/s", flush=True)
+        by_psycopg = (args.rows + 1) / (time.time() - started)
+    # psql reads the rows in C: the server's own speed, which the copy is measured against
+    started = time.time()
+    subprocess.run([str(PG_BIN / "psql"), "-h", str(server.directory), "-p", str(server.port), "-U", "postgres",
+                    "-c", "COPY t TO STDOUT"], stdout=subprocess.DEVNULL, check=True)
+    raw = (args.rows + 1) / (time.time() - started)
+    print(f"raw COPY t TO STDOUT ({args.rows:,} rows, 4 columns): {raw:,.0f} rows/s read by psql, "
+          f"{by_psycopg:,.0f} rows/s by psycopg's Copy.read()", flush=True)
 
     data_dir = Path(tempfile.mkdtemp(prefix="icesink-bench-"))
     session = icesink.connect(data_dir)

@@ -448,7 +448,8 @@ def input_function(type_name: str) -> Callable:
 
 
 # how Postgres prints a timestamp in the replication session (ISO, UTC); years past 9999 or BC take the long way
-PRINTED_TIMESTAMP = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.(\d{1,6}))?"
+# (ASCII digits: Python's \d takes any script's, and Arrow's regular expressions check [0-9] in half the time)
+PRINTED_TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.([0-9]{1,6}))?"
 _PRINTED_TIMESTAMP = re.compile(PRINTED_TIMESTAMP[1:])
 
 

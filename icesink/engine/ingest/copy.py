@@ -8,6 +8,9 @@ from __future__ import annotations
 import io
 import os
 import re
+import select
+
+import psycopg
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,27 +28,49 @@ _ZONES = {"timestamp with time zone": "+00", "timestamp": ""}
 
 
 class _CopyStream(io.RawIOBase):
-    """psycopg's COPY as a file Arrow reads from. Postgres sends a message per row, so they are joined a chunk at a
-    time in a tight loop: Arrow is handed megabytes, not rows."""
+    """psycopg's COPY as a file Arrow reads from. Postgres sends a message per row, and psycopg's `Copy.read()`
+    costs a microsecond for each (a generator and a wait per call), as much as the rest of the copy together: the
+    rows are taken from libpq (the connection's `pgconn`) in a tight loop, joined a chunk at a time, and Arrow is
+    handed megabytes. The COPY's last result is taken here too, which leaves psycopg's `Copy` nothing to read."""
 
     def __init__(self, copy):
-        self._read = copy.read
-        self._pending, self._start = bytearray(), 0
+        self._pgconn, self._encoding = copy.connection.pgconn, copy.connection.info.encoding
+        self._pending, self._start, self._done = bytearray(), 0, False
 
     def readable(self) -> bool:
         return True
 
     def empty(self) -> bool:
         """Whether the COPY has nothing more to send (an empty table: Arrow's reader refuses to read nothing)."""
-        if self._start == len(self._pending):
-            chunk, read = bytearray(), self._read
-            while len(chunk) < CHUNK_BYTES:
-                block = read()
-                if not block:
-                    break
-                chunk += block  # copied at once: keeping psycopg's row buffers alive to join them costs 3× the read
-            self._pending, self._start = chunk, 0
+        if self._start == len(self._pending) and not self._done:
+            self._pending, self._start = self._chunk(), 0
         return self._start == len(self._pending)
+
+    def _chunk(self) -> bytearray:
+        chunk, pgconn = bytearray(), self._pgconn
+        get = pgconn.get_copy_data
+        while len(chunk) < CHUNK_BYTES:
+            size, data = get(1)  # without waiting: a wait holds the interpreter's lock in libpq
+            if size > 0:
+                chunk += data  # copied at once: keeping libpq's row buffers alive to join them costs 3× the read
+            elif size == 0:
+                _wait_readable(pgconn)
+            else:  # the end of the data (an error raises in get_copy_data)
+                self._end()
+                break
+        return chunk
+
+    def _end(self) -> None:
+        self._done = True
+        pgconn = self._pgconn
+        while True:
+            while pgconn.is_busy():
+                _wait_readable(pgconn)
+            result = pgconn.get_result()
+            if result is None:
+                return
+            if result.status != psycopg.pq.ExecStatus.COMMAND_OK:
+                raise psycopg.errors.error_from_result(result, self._encoding)
 
     def readinto(self, buffer) -> int:
         if self.empty():
@@ -54,6 +79,14 @@ class _CopyStream(io.RawIOBase):
         buffer[:size] = memoryview(self._pending)[self._start:self._start + size]
         self._start += size
         return size
+
+
+def _wait_readable(pgconn) -> None:
+    """Until the server sent more (poll, not select: a process may hold more than 1,024 files)."""
+    poller = select.poll()
+    poller.register(pgconn.socket, select.POLLIN)
+    poller.poll()
+    pgconn.consume_input()
 
 
 def base_schema(columns: list[Column]) -> pa.Schema:
