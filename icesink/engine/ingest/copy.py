@@ -18,6 +18,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from ...model.types import Column, column_decoder
+from ..segments import WRITE_OPTIONS
 from ..values import PRINTED_TIMESTAMP, replicated_input
 
 BLOCK_BYTES = 8 << 20
@@ -108,7 +109,7 @@ def write_base(copy, columns: list[Column], path: str, on_block=lambda rows: Non
         parse_options=pcsv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False, double_quote=False),
         convert_options=pcsv.ConvertOptions(column_types=schema, strings_can_be_null=True, null_values=["\\N"]))
     written = 0
-    with pq.ParquetWriter(path, schema) as writer:
+    with pq.ParquetWriter(path, schema, **WRITE_OPTIONS) as writer:
         for batch in reader:
             batch = _unescaped(batch)
             _check(batch, columns)
