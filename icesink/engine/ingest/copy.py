@@ -51,7 +51,7 @@ class _CopyStream(io.RawIOBase):
         chunk, pgconn = bytearray(), self._pgconn
         get = pgconn.get_copy_data
         while len(chunk) < CHUNK_BYTES:
-            size, data = get(1)  # without waiting: a wait holds the interpreter's lock in libpq
+            size, data = get(1)  # never blocking in libpq: a poll waits instead, as psycopg's own reads do
             if size > 0:
                 chunk += data  # copied at once: keeping libpq's row buffers alive to join them costs 3× the read
             elif size == 0:
