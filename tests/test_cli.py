@@ -6,6 +6,7 @@ from pathlib import Path
 
 import icesink
 from icesink.engine import class_archive
+from icesink.engine.spark import LOG4J_OPTION
 from tests.conftest import CORPUS, ICESINK, cli_env, rows, serve
 from tests.runtime import wait_for
 
@@ -102,7 +103,8 @@ def java_children(pid: int) -> list[int]:
 
 def test_a_later_process_maps_the_class_archive_of_spark_an_earlier_one_built(session):
     """The first Spark of a machine (here, the test session's) starts a builder of Spark's class archive; once it
-    is built, every later process's JVM maps it, and says nothing about it."""
+    is built, every later process's JVM maps it, and says nothing about it; a user's own JVM options (icesink.toml)
+    come after icesink's, which stay."""
     archive = class_archive._archive_path()
     class_archive.java_options()  # starts the builder if no process has yet
     wait_for(archive.exists, timeout=300, what="Spark's class archive to be built")
@@ -111,11 +113,15 @@ def test_a_later_process_maps_the_class_archive_of_spark_an_earlier_one_built(se
         CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
         CREATE TABLE t (id bigint NOT NULL, PRIMARY KEY (id));
         CREATE SINK t_lake FROM t INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'n', TABLE 't') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')""")
+    (Path(session.data_dir) / "icesink.toml").write_text(
+        '[spark]\n"spark.driver.extraJavaOptions" = "-Dicesink.probe=yes"\n')
     process = serve(session.data_dir, stdout=subprocess.PIPE)  # where the JVM would warn of an unusable archive
     try:
         def mapped():
             return any(str(archive) in Path(f"/proc/{jvm}/maps").read_text() for jvm in java_children(process.pid))
         wait_for(mapped, timeout=120, what="serve's JVM to map the class archive")
+        options = [Path(f"/proc/{jvm}/cmdline").read_bytes().split(b"\0") for jvm in java_children(process.pid)]
+        assert any(b"-Dicesink.probe=yes" in o and LOG4J_OPTION.encode() in o for o in options), options
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=120) == 0

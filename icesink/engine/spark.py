@@ -46,10 +46,11 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
             from .class_archive import java_options
 
             builder = SparkSession.builder.appName("icesink").master(master or "local[*]")
-            defaults = dict(DEFAULT_CONF)
-            if "spark.driver.extraJavaOptions" not in (conf or {}):  # else the archive would go unused: no builder
-                defaults["spark.driver.extraJavaOptions"] = f"{LOG4J_OPTION} {java_options()}"
-            for key, value in {**defaults, **(conf or {})}.items():
+            settings = {**DEFAULT_CONF, **(conf or {})}
+            # a user's own options go after icesink's (the later of two options wins), not in their place
+            settings["spark.driver.extraJavaOptions"] = " ".join(
+                filter(None, (LOG4J_OPTION, java_options(), settings.get("spark.driver.extraJavaOptions"))))
+            for key, value in settings.items():
                 builder = builder.config(key, value)
             _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel("ERROR")
