@@ -9,6 +9,7 @@ import time
 import pytest
 
 import icesink
+from icesink.engine.scheduler import Scheduler
 from tests.conftest import error_of, kill_serve_repeatedly, rows, serve
 from tests.readers import duckdb_rows
 from tests.runtime import committed_offset, iceberg_table, sink_status, wait_for
@@ -168,8 +169,6 @@ def test_sinks_on_views_hold_the_views_query_over_the_final_input(session, sched
 def test_a_key_two_relations_changes_touch_in_one_batch_is_written_once(session, spark):
     """A user's move touches every event of theirs (one offset for all of them), and an event's own change touches
     it again, later in the same batch: the key's row is written once, as its newest change left it."""
-    from icesink.engine.scheduler import Scheduler
-
     session.execute("""
         CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
         CREATE TABLE users (id bigint NOT NULL, region text, PRIMARY KEY (id));
