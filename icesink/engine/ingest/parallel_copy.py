@@ -1,17 +1,20 @@
 """A large table's initial copy, on Spark's executors: the table is split in ctid ranges (a TID range scan reads
-only its pages), and each task reads its range as of the source's exported snapshot, on a connection of its own,
-into a Parquet file of the table's base. Only file names and row counts come back to the driver."""
+only its pages), and a task per core reads ranges as of the source's exported snapshot, on a connection of its own,
+each into a Parquet file of the table's base. Only file names and row counts come back to the driver, which copies
+ranges itself until Spark's tasks begin."""
 from __future__ import annotations
 
+import os
 import threading
 import uuid
+from pathlib import Path
 
 from psycopg import sql
 
 from ...model.types import Column
 from .copy import SESSION, CopyRefused, write_base
 
-PAGES_PER_TASK = 8192  # 64 MiB of heap: a task of a few seconds
+PAGES_PER_RANGE = 4096  # 32 MiB of heap: half a second; the last ranges keep every core busy
 PARALLEL_PAGES = 16384  # a smaller table is copied by the replication's own connection, without a Spark job
 
 
@@ -42,57 +45,90 @@ def range_query(columns: list[Column], schema: str, name: str, pages: tuple[int,
 
 def copy_on_executors(spark, data_dir: str, connection_id: str, snapshot: str, queries: list[str],
                       columns: list[Column], directory: str, stopping: threading.Event, on_progress) -> list:
-    """Runs one Spark task per query (COPY statements as text), each writing one file under `directory`; returns
-    [(path, rows)] in the queries' order. `on_progress(done, tasks)` is called as tasks finish; `stopping` cancels
-    the job, which then raises Cancelled."""
-    context = spark.sparkContext
+    """Copies each query's range (COPY statements as text) into one file under `directory`; returns [(path, rows)]
+    in the queries' order. One Spark task per core and this thread take ranges in turn, each claiming a range by
+    creating its claim file: this thread copies while Spark starts (`spark` is the session's factory) and its
+    Python workers start (2 s), and stops once a task has begun. `on_progress(done, ranges)` is called as ranges
+    are copied; `stopping` cancels the job, which then raises Cancelled."""
     group = f"icesink-copy-{uuid.uuid4().hex}"
     outcome: dict = {}
-    tasks = [(i, q, f"{directory}/part-{i:05d}.parquet") for i, q in enumerate(queries)]
+    ranges = [(i, q, f"{directory}/part-{i:05d}.parquet") for i, q in enumerate(queries)]
     specs = [(c.name, c.type) for c in columns]
+    contexts: list = []
 
     def run():
         try:
+            context = spark().sparkContext
+            contexts.append(context)
             context.setJobGroup(group, "icesink: initial copy", interruptOnCancel=True)
-            job = context.parallelize(tasks, len(tasks)).map(
-                lambda task: _copy_task(data_dir, connection_id, snapshot, specs, task))
-            outcome["files"] = job.collect()
+            slots = context.defaultParallelism
+            outcome["files"] = context.parallelize(range(slots), slots).flatMap(
+                lambda _: _claim_ranges(data_dir, connection_id, snapshot, specs, ranges)).collect()
         except BaseException as exc:
             outcome["error"] = exc
 
     worker = threading.Thread(target=run, name="icesink-copy-job", daemon=True)
     worker.start()
-    tracker = context.statusTracker()
+    here: list = []
+    if COPIES_ON_DRIVER:
+        def block(_rows: int) -> None:
+            if stopping.is_set():
+                raise Cancelled()
+            on_progress(_copied(directory), len(ranges))
+        try:
+            here = _claim_ranges(data_dir, connection_id, snapshot, specs, ranges, lambda: _claimed(directory) >
+                                 len(here), block, here)
+        except Cancelled:
+            _cancel(worker, contexts, group)
+            raise
     while worker.is_alive():
         worker.join(0.25)
         if stopping.is_set():
-            while worker.is_alive():  # until the job exists to be cancelled, and is
-                context.cancelJobGroup(group)
-                worker.join(0.25)
+            _cancel(worker, contexts, group)
             raise Cancelled()
-        done = 0
-        for job_id in tracker.getJobIdsForGroup(group):
-            info = tracker.getJobInfo(job_id)
-            for stage_id in info.stageIds if info else ():
-                stage = tracker.getStageInfo(stage_id)
-                done += stage.numCompletedTasks if stage else 0
-        on_progress(done, len(tasks))
+        on_progress(_copied(directory), len(ranges))
     if "error" in outcome:
         raise outcome["error"]
-    for _, _, refused in outcome["files"]:
+    files = sorted(here + outcome["files"])
+    for _, _, refused in files:
         if isinstance(refused, str):
             raise CopyRefused(refused)
-    return [(path, rows) for _, path, rows in sorted(outcome["files"]) if rows]
+    if [index for index, _, _ in files] != list(range(len(ranges))):  # a task that failed and was run again
+        raise RuntimeError(f"the copy's ranges were not each copied once: {[index for index, _, _ in files]}")
+    for marker in [*Path(directory).glob("*.claim"), *Path(directory).glob("*.done")]:
+        marker.unlink()
+    return [(path, rows) for _, path, rows in files if rows]
 
 
-def _copy_task(data_dir: str, connection_id: str, snapshot: str, specs, task) -> tuple[int, str, int | str]:
-    """On an executor: one range as of `snapshot`, through a connection made from the catalog and secret store of
-    `data_dir` (the secret never travels with the task). Returns the file and its rows, or why a value was refused."""
+COPIES_ON_DRIVER = True
+
+
+def _cancel(worker: threading.Thread, contexts: list, group: str) -> None:
+    while worker.is_alive():  # until the job exists to be cancelled, and is
+        if contexts:
+            contexts[0].cancelJobGroup(group)
+        worker.join(0.25)
+
+
+def _claimed(directory: str) -> int:
+    return sum(1 for _ in Path(directory).glob("*.claim"))
+
+
+def _copied(directory: str) -> int:
+    return sum(1 for _ in Path(directory).glob("*.done"))
+
+
+def _claim_ranges(data_dir: str, connection_id: str, snapshot: str, specs, ranges, enough=lambda: False,
+                  on_block=lambda rows: None, copied=None) -> list[tuple[int, str, int | str]]:
+    """On an executor or the driver: copies the ranges nobody has claimed yet, as of `snapshot`, through one
+    connection made from the catalog and secret store of `data_dir` (the secret never travels with a task), until
+    none is left or `enough()`. Returns [(index, file, rows or why a value was refused)], also into `copied`."""
     from ...catalog.secrets import open_secret_store, secret_value
     from ...catalog.store import Catalog
     from ...catalog_connections import connector_for
 
-    index, query, path = task
+    copied = [] if copied is None else copied
+    columns = [Column(name, type_name) for name, type_name in specs]
     catalog = Catalog(data_dir)
     try:
         secrets = open_secret_store(catalog.data_dir, catalog.install_id, lambda notice: None)
@@ -101,10 +137,20 @@ def _copy_task(data_dir: str, connection_id: str, snapshot: str, specs, task) ->
         with connector.connect(options=SESSION) as upstream, upstream.transaction():
             upstream.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             upstream.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot)))
-            with upstream.cursor().copy(query) as copy:
-                rows = write_base(copy, [Column(name, type_name) for name, type_name in specs], path)
-    except CopyRefused as exc:  # the driver says so in these words, not in Spark's
-        return index, path, str(exc)
+            for index, query, path in ranges:
+                if enough():
+                    break
+                try:
+                    os.close(os.open(f"{path}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                except FileExistsError:
+                    continue
+                try:
+                    with upstream.cursor().copy(query) as copy:
+                        copied.append((index, path, write_base(copy, columns, path, on_block)))
+                except CopyRefused as exc:  # the driver says so in these words, not in Spark's
+                    copied.append((index, path, str(exc)))
+                    break
+                os.close(os.open(f"{path}.done", os.O_CREAT | os.O_WRONLY))
     finally:
         catalog.close()
-    return index, path, rows
+    return copied
