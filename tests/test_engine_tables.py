@@ -268,3 +268,38 @@ def test_a_replicated_tables_changes_are_logged_as_segments_with_the_rows_they_r
                                                 "ratio": float("inf")}]
     store.drop("r1")
     assert not (tmp_path / "segments" / "r1").exists() and not (tmp_path / "snapshots" / "r1").exists()
+
+
+def test_a_replicated_tables_small_segments_are_read_together_in_offset_order(tmp_path):
+    """A store transaction makes a segment, several a second when changes trickle in: a sink's batch reads them
+    a partition of many at a time, not a Spark task each."""
+    import json
+
+    from icesink.engine.sources.engine_table import EngineTableReader
+    from icesink.engine.tables import TableStore
+    from icesink.model.types import Column
+
+    store = TableStore(tmp_path)
+    columns = (Column("id", "bigint"), Column("note", "text"))
+    store.create("r2", columns, ("id",))
+    store.segments.follow("r2", columns)
+    expected, state, offset = [], {}, 0
+    for n in range(30):
+        key = n % 10
+        with store.transaction() as db:
+            db.execute('INSERT INTO "t_r2" VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET note = excluded.note',
+                       (key, f"v{n}"))
+        if key in state:
+            offset += 1
+            expected.append((offset, -1, key, state[key]))
+        offset += 1
+        expected.append((offset, 1, key, f"v{n}"))
+        state[key] = f"v{n}"
+    reader = EngineTableReader({"data_dir": str(tmp_path), "table_id": "r2",
+                                "columns": json.dumps([c.as_dict() for c in columns])})
+    parts = reader.partitions({"offset": 0}, {"offset": store.latest_offset("r2")})
+    assert len(parts) == 1 and len(parts[0].pieces) == 30
+    read = [(r["_icesink_offset"], r["_icesink_diff"], r["id"], r["note"])
+            for batch in reader.read(parts[0]) for r in batch.to_pylist()]
+    assert read == expected
+    store.close()

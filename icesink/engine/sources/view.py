@@ -106,22 +106,24 @@ def _logged(table_id: str, columns: list[dict], names: tuple[str, ...], partitio
 
 
 def _stored_changes(columns: list[dict], names: tuple[str, ...], partition) -> list[tuple]:
-    """A segment's, a snapshot's or a base's changes as the store keeps values: the columns `names`, offset, time."""
+    """Segments', a snapshot's or a base's changes as the store keeps values: the columns `names`, offset, time."""
     from ..ingest.copy import base_batches, stored_rows
 
-    found, first = [], partition.first
+    found = []
     types = {c["name"]: c["type"] for c in columns}
-    for batch in base_batches(partition.path, partition.skip, partition.take, ROWS_PER_BATCH):
-        count = batch.num_rows
-        if isinstance(partition, BaseRange):
-            values = stored_rows(batch, [Column(n, types[n]) for n in names])
-        else:  # a segment or snapshot holds stored values already
-            assert isinstance(partition, SegmentRange)
-            picked = [batch.column(n).to_pylist() if batch.schema.get_field_index(n) >= 0 else [None] * count
-                      for n in names]
-            values = list(zip(*picked)) if picked else [()] * count
-        found += [v + (first + i, partition.ts) for i, v in enumerate(values)]
-        first += count
+    pieces = partition.pieces if isinstance(partition, SegmentRange) else [partition]
+    for piece in pieces:
+        first = piece.first
+        for batch in base_batches(piece.path, piece.skip, piece.take, ROWS_PER_BATCH):
+            count = batch.num_rows
+            if isinstance(partition, BaseRange):
+                values = stored_rows(batch, [Column(n, types[n]) for n in names])
+            else:  # a segment or snapshot holds stored values already
+                picked = [batch.column(n).to_pylist() if batch.schema.get_field_index(n) >= 0 else [None] * count
+                          for n in names]
+                values = list(zip(*picked)) if picked else [()] * count
+            found += [v + (first + i, piece.ts) for i, v in enumerate(values)]
+            first += count
     return found
 
 
