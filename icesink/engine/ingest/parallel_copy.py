@@ -16,6 +16,7 @@ from .copy import SESSION, CopyRefused, write_base
 
 PAGES_PER_RANGE = 4096  # 32 MiB of heap: half a second; the last ranges keep every core busy
 PARALLEL_PAGES = 16384  # a smaller table is copied by the replication's own connection, without a Spark job
+COPIES_ON_DRIVER = True  # the replication's thread copies ranges until Spark's tasks begin
 
 
 class Cancelled(Exception):
@@ -63,21 +64,23 @@ def copy_on_executors(spark, data_dir: str, connection_id: str, snapshot: str, q
             context.setJobGroup(group, "icesink: initial copy", interruptOnCancel=True)
             slots = context.defaultParallelism
             outcome["files"] = context.parallelize(range(slots), slots).flatMap(
-                lambda _: _claim_ranges(data_dir, connection_id, snapshot, specs, ranges)).collect()
+                lambda _: _claim_ranges(data_dir, connection_id, snapshot, specs, ranges, [])).collect()
         except BaseException as exc:
             outcome["error"] = exc
 
     worker = threading.Thread(target=run, name="icesink-copy-job", daemon=True)
     worker.start()
-    here: list = []
+    here: list = []  # what this thread copied
     if COPIES_ON_DRIVER:
         def block(_rows: int) -> None:
             if stopping.is_set():
                 raise Cancelled()
             on_progress(_copied(directory), len(ranges))
+
+        def tasks_began() -> bool:  # a claim this thread did not make
+            return _claimed(directory) > len(here)
         try:
-            here = _claim_ranges(data_dir, connection_id, snapshot, specs, ranges, lambda: _claimed(directory) >
-                                 len(here), block, here)
+            _claim_ranges(data_dir, connection_id, snapshot, specs, ranges, here, tasks_began, block)
         except Cancelled:
             _cancel(worker, contexts, group)
             raise
@@ -100,8 +103,6 @@ def copy_on_executors(spark, data_dir: str, connection_id: str, snapshot: str, q
     return [(path, rows) for _, path, rows in files if rows]
 
 
-COPIES_ON_DRIVER = True
-
 
 def _cancel(worker: threading.Thread, contexts: list, group: str) -> None:
     while worker.is_alive():  # until the job exists to be cancelled, and is
@@ -118,16 +119,16 @@ def _copied(directory: str) -> int:
     return sum(1 for _ in Path(directory).glob("*.done"))
 
 
-def _claim_ranges(data_dir: str, connection_id: str, snapshot: str, specs, ranges, enough=lambda: False,
-                  on_block=lambda rows: None, copied=None) -> list[tuple[int, str, int | str]]:
+def _claim_ranges(data_dir: str, connection_id: str, snapshot: str, specs, ranges, copied: list,
+                  enough=lambda: False, on_block=lambda rows: None) -> list[tuple[int, str, int | str]]:
     """On an executor or the driver: copies the ranges nobody has claimed yet, as of `snapshot`, through one
     connection made from the catalog and secret store of `data_dir` (the secret never travels with a task), until
-    none is left or `enough()`. Returns [(index, file, rows or why a value was refused)], also into `copied`."""
+    none is left or `enough()`. Appends (index, file, rows or why a value was refused) to `copied` as each range
+    ends, and returns it."""
     from ...catalog.secrets import open_secret_store, secret_value
     from ...catalog.store import Catalog
     from ...catalog_connections import connector_for
 
-    copied = [] if copied is None else copied
     columns = [Column(name, type_name) for name, type_name in specs]
     catalog = Catalog(data_dir)
     try:
