@@ -160,11 +160,17 @@ def test_committed_segments_are_deleted_and_a_later_sink_starts_from_the_replica
     segments_dir = session.data_dir / "segments" / orders_id
     wait_for(lambda: not list(segments_dir.glob("*.parquet")), timeout=30,
              what="the segments the sink committed to be deleted")
+    with upstream.admin("shop") as admin:
+        admin.execute("UPDATE orders SET amount = amount + 1 WHERE id = 2")
+    in_sync(session, upstream)
+    snapshots = session.data_dir / "snapshots" / orders_id
+    assert not list(snapshots.glob("*.parquet"))  # the sink reading from the start follows the log past the prune
 
     session.execute("CREATE SINK orders_late FROM orders INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'shop', "
                     "TABLE 'orders_late') KEY (id) ENFORCED ENVELOPE UPSERT WITH (COMMIT INTERVAL '1s')")
     late = in_sync(session, upstream, sink="orders_late")  # from a snapshot: the old changes are gone
-    assert len(late) == 280 and (2, 3, "note 2") in late
+    assert len(late) == 280 and (2, 4, "note 2") in late
+    assert len(list(snapshots.glob("*.parquet"))) == 1
     with upstream.admin("shop") as admin:
         admin.execute("UPDATE orders SET note = 'later' WHERE id < 50")
         admin.execute("DELETE FROM orders WHERE id > 250")
