@@ -201,3 +201,53 @@ def test_a_fold_takes_up_the_time_left_before_the_next_batch(spark, tmp_path):
     batch([1, 2], 2)
     live = {task.file.file_path for task in committer.load_table().scan().plan_files()}
     assert {p.name for p in index.directory.iterdir()} == {index._path(f).name for f in live}
+
+
+@pytest.mark.parametrize("write_mode", ["merge-on-read", "upsert"])
+def test_a_first_batch_with_a_key_sample_is_read_once_and_written_in_disjoint_key_ranges(spark, tmp_path, write_mode):
+    """A replicated table's copy gives a sink's first batch its keys' ranges (EngineTableInput.key_sample): the
+    batch is then read once, where Spark's own sampling of it reads it twice (10M rows: some 10 s of 2 cores)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.conversions import from_bytes
+    from pyspark.sql import functions as F
+
+    from icesink.engine.sink.committer import Committer
+    from icesink.engine.sink.table import ensure_table
+    from icesink.engine.sink.writers import writer_for
+    from icesink.engine.sources.engine_table import DIFF, TS
+    from icesink.model.descriptors import SinkDescriptor
+    from icesink.model.frontier import OFFSET, Offset
+    from icesink.model.types import Column
+
+    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}")
+    columns = (Column("id", "bigint", False), Column("v", "text"))
+    descriptor = SinkDescriptor("u0", "u0", "n", "t", "upsert", 1000, ("id",), True, True, (), columns, None,
+                                write_mode if write_mode != "upsert" else "copy-on-write")
+    ensure_table(catalog, descriptor, "u1")
+    committer = Committer(lambda: catalog.load_table(descriptor.identifier), "u1", 1, "t1")
+    writer = writer_for(write_mode, ["id", "v"], ["id"], True, str(tmp_path / "state"))
+    ids = random.Random(5).sample(range(1_000_000), 6000)
+    read = spark.sparkContext.accumulator(0)
+
+    def counted(batches):  # the input's rows, each time Spark computes them
+        for batch in batches:
+            read.add(batch.num_rows)
+            yield batch
+    frame = spark.createDataFrame([(i, f"v{i}", n + 1) for n, i in enumerate(ids)],
+                                  f"id bigint, v string, {OFFSET} bigint").repartition(6)
+    frame = frame.mapInArrow(counted, frame.schema).select("*", F.lit(1).alias(DIFF), F.lit(0).cast("bigint").alias(TS))
+    asked = []
+
+    def key_sample():
+        asked.append(True)
+        return ids[::50]
+    committer.commit(Offset(0), lambda table, after: writer.plan(frame, table, after, key_sample))
+    assert asked and read.value == len(ids)  # read once, by the writing job
+
+    table = committer.load_table()
+    assert duckdb_rows(table.metadata_location, "id, v") == sorted((i, f"v{i}") for i in ids)
+    field = table.schema().find_field("id")
+    ranges = sorted((from_bytes(field.field_type, task.file.lower_bounds[field.field_id]),
+                     from_bytes(field.field_type, task.file.upper_bounds[field.field_id]))
+                    for task in table.scan().plan_files())
+    assert len(ranges) >= 4 and all(high < low for (_, high), (low, _) in zip(ranges, ranges[1:]))

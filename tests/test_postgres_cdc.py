@@ -17,6 +17,8 @@ import duckdb
 import pytest
 
 from icesink.engine.ingest.pgoutput import lsn_int
+from icesink.engine.sources.postgres import PostgresSubsourceInput
+from icesink.model.frontier import Offset
 from tests.conftest import ICESINK, cli_env, error_of, rows, serve, serve_until_killed
 from tests.readers import duckdb_rows
 from tests.runtime import iceberg_table, sink_status, wait_for
@@ -484,6 +486,11 @@ def test_a_large_tables_ranges_are_copied_by_the_replication_and_sparks_tasks_on
     assert len(in_sync(session, upstream)) == 5000
     table_id = rows(session, "SELECT id FROM mz_sources WHERE name = 'orders'")[0][0]
     assert len(list((session.data_dir / "bases" / table_id).iterdir())) == pages  # a file per range, nothing else
+    # the copy's keys cut a sink's first batch into ranges, read from its files without the batch
+    copy = PostgresSubsourceInput(session.catalog, session.catalog.get_by_id(table_id), None)
+    sample = copy.key_sample(Offset(0), "id")
+    assert len(sample) >= 100 and set(sample) <= set(range(1, 5001))
+    assert copy.key_sample(Offset(5000), "id") is None and copy.key_sample(Offset(0), "amount") is None
     assert rows(session, "SELECT snapshot_records_staged, snapshot_records_known FROM mz_internal."
                          "mz_source_statistics st JOIN mz_sources s ON s.id = st.id WHERE s.name = 'shop'") == [
         (5000, 5000)]

@@ -59,6 +59,19 @@ def group_files(tasks: list, schema, column: str) -> list[KeyGroup]:
     return groups
 
 
+def sample_cuts(sample: list | None, parts: int) -> list | None:
+    """Lower bounds of `parts` ranges holding about as many of `sample`'s keys each (None without a sample)."""
+    if not sample:
+        return None
+    ordered = sorted(sample)
+    cuts = [ordered[0]]
+    for part in range(1, parts):
+        low = ordered[part * len(ordered) // parts]
+        if low > cuts[-1]:
+            cuts.append(low)
+    return cuts
+
+
 @dataclass(frozen=True)
 class KeyPartition:
     """A partition field computed from one key column alone: a key's row can only be in its key's partition."""

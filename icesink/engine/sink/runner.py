@@ -155,7 +155,13 @@ class SinkRunner:
             return  # shutting down: the batch is abandoned unwritten, and read again after a restart
         started = time.time()
         self._connect()
-        outcome = self.committer.commit(self.frontier, lambda table, after: self.writer.plan(changes, table, after))
+        key = self.descriptor.key
+
+        def plan(table, after):
+            def key_sample():
+                return self.input.key_sample(after, key[0]) if key else None
+            return self.writer.plan(changes, table, after, key_sample)
+        outcome = self.committer.commit(self.frontier, plan)
         if outcome is None:
             return
         crash_point("committed")  # before the source is acknowledged

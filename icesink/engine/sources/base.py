@@ -43,6 +43,11 @@ class Input:
         """Whether a change past `frontier` is there to read now (an input that cannot tell says so)."""
         return True
 
+    def key_sample(self, frontier: Frontier, column: str) -> list | None:
+        """Values of `column` spread over the changes after `frontier`, when the input can tell without reading
+        them all; None when it cannot."""
+        return None
+
     def check_resume(self, frontier: Frontier) -> None:
         """Raises ProgressBehindInput when the input no longer holds the changes after `frontier`."""
 

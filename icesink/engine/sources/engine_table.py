@@ -25,6 +25,7 @@ DIFF, TS = "_icesink_diff", "_icesink_ts"
 log = logging.getLogger("icesink.sink")
 ROWS_PER_PARTITION = 250_000
 ROWS_PER_BATCH = 50_000
+KEY_SAMPLE = 100_000  # keys a replicated table's copy gives for the ranges a sink's first batch is cut into
 
 
 def change_schema(columns: list[dict]) -> StructType:
@@ -276,6 +277,22 @@ class EngineTableInput(Input):
 
     def holds_changes_after(self, frontier: Offset) -> bool:
         return self.log.latest_offset(self.relation.id, len(self.relation.descriptor.columns)) > frontier.offset
+
+    def key_sample(self, frontier: Offset, column: str) -> list | None:
+        """A replicated table's copy, which its sinks' first batch reads whole, gives its integer or text keys from
+        its files' key column alone."""
+        import numpy as np
+        import pyarrow.parquet as pq
+
+        base = self.log.base(self.relation.id)
+        kind = next((c.type for c in self.relation.descriptor.columns if c.name == column), None)
+        if base is None or frontier.offset >= base.upto or kind not in ("smallint", "integer", "bigint", "text"):
+            return None
+        step, sample = max(1, base.rows // KEY_SAMPLE), []
+        for path, _ in base.files:
+            keys = pq.read_table(path, columns=[column])[column]
+            sample += keys.take(np.arange(0, len(keys), step)).drop_null().to_pylist()
+        return sample
 
     def check_resume(self, frontier: Offset) -> None:
         floor = self.log.floor(self.relation.id)

@@ -8,7 +8,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from ....model.descriptors import MZ_DIFF, MZ_TIMESTAMP
 from ...pyiceberg_internals import executor_context, table_context
 from ...sources.engine_table import DIFF, OFFSET, TS
-from .base import RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, task_rows, write
+from .base import RESULT_SCHEMA, BatchFiles, collect, conform, facts, no_sample, tally, task_rows, write
 
 
 class AppendWriter:
@@ -16,7 +16,7 @@ class AppendWriter:
                  fold=None):
         self.columns = columns  # MODE APPEND takes no KEY
 
-    def plan(self, changes: DataFrame, table, after) -> BatchFiles:
+    def plan(self, changes: DataFrame, table, after, key_sample=no_sample) -> BatchFiles:  # nothing is keyed
         frame = changes.filter(after.beyond()).select(
             *self.columns, F.col(DIFF).alias(MZ_DIFF), F.col(TS).alias(MZ_TIMESTAMP), OFFSET, TS)
         context, reach = table_context(table), type(after).reach

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pickle
 import uuid
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Callable, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,9 +37,18 @@ class BatchFiles:
     newest_ts: int | None = None  # when the newest change was made (ms)
 
 
+KeySample = Callable[[], "list | None"]  # keys spread over a batch's changes, when its input can tell cheaply
+
+
+def no_sample() -> None:
+    return None
+
+
 class Writer(Protocol):
-    def plan(self, changes: DataFrame, table, after: Frontier) -> BatchFiles:
-        """The files to remove and add for the changes beyond `after`, against `table`'s state."""
+    def plan(self, changes: DataFrame, table, after: Frontier, key_sample: KeySample = no_sample) -> BatchFiles:
+        """The files to remove and add for the changes beyond `after`, against `table`'s state. `key_sample`:
+        asked for the ranges of keys an empty table's first batch is cut into (Sparks's own sampling reads the
+        batch twice)."""
 
 
 def task_rows(batches) -> pa.Table | None:

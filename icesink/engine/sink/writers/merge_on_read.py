@@ -21,11 +21,11 @@ from ...pyiceberg_internals import (POSITION_DELETE_SCHEMA, executor_context, li
                                     position_delete_file, received, scan, shipped, table_context)
 from ...sources.engine_table import DIFF
 from ..key_index import KeyIndex, delete_rows
-from ..key_ranges import KeyGroup, bounds_order, group_index
+from ..key_ranges import KeyGroup, bounds_order, group_index, sample_cuts
 from ..table import IncompatibleTable
 from ....model.descriptors import FoldPolicy
-from .base import (DEFAULT_TARGET_FILE_BYTES, RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, task_rows,
-                   violation, write)
+from .base import (DEFAULT_TARGET_FILE_BYTES, RESULT_SCHEMA, BatchFiles, KeySample, collect, conform, facts,
+                   no_sample, tally, task_rows, violation, write)
 from .upsert import PID, _latest, _violations
 
 
@@ -49,7 +49,7 @@ class MergeOnReadWriter:
         self.index_dir = str(Path(state_dir) / "keys")
         self.fold_pace: float | None = None  # rows per second the folds so far rewrote
 
-    def plan(self, changes: DataFrame, table, after) -> BatchFiles:
+    def plan(self, changes: DataFrame, table, after, key_sample: KeySample = no_sample) -> BatchFiles:
         if table.metadata.format_version < 2:
             raise IncompatibleTable(f"the Iceberg table {'.'.join(table.name())} is format version "
                                     f"{table.metadata.format_version}, which has no delete files: WRITE MODE "
@@ -62,14 +62,16 @@ class MergeOnReadWriter:
         # data files'
         tasks = max(spark.sparkContext.defaultParallelism, changes.rdd.getNumPartitions())
         changed = changes.filter(after.beyond())
-        cuts = _cuts(live, table.schema(), self.key[0], tasks)
-        if cuts:  # ranges of keys per task, as the table's files hold them: a task's keys meet few files, and a
-            # data file's deletes come from few tasks (each writes a delete file of its own)
-            key_type = table.schema().find_field(self.key[0]).field_type
+        key_type = table.schema().find_field(self.key[0]).field_type
+        cuts = (_cuts(live, table.schema(), self.key[0], tasks) if live else
+                sample_cuts(key_sample(), tasks) if bounds_order(key_type) else None)
+        if cuts:  # ranges of keys per task, as the table's files hold them (or the input's sample, for an empty
+            # table): a task's keys meet few files, and a data file's deletes come from few tasks (each writes a
+            # delete file of its own)
             groups = [KeyGroup([], [(cut, cut)]) for cut in cuts]
             changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups)).repartition(
-                len(groups), PID).drop(PID)
-        else:  # an empty table (or keys whose bounds do not order): Spark samples the batch for its ranges
+                len(groups), PID)
+        else:  # an empty table without a sample (or keys whose bounds do not order): Spark samples the batch
             changed = changed.repartitionByRange(tasks, *[F.col(k) for k in self.key])
         merge = _merge(*table_context(table), self.key, self.columns, self.enforced, files, partitions,
                        self.index_dir, type(after).reach)
@@ -214,11 +216,22 @@ def _merge(metadata_json, io_properties, location, key, columns, enforced, files
         rows = conform(latest.select(columns), metadata.schema().as_arrow())
         index = KeyIndex(index_dir, key)
         located = index.locate(files, rows.select(key), io)
-        upserts = rows.filter(pc.greater(latest[DIFF], 0))
-        found.extend(write(metadata, io, upserts.sort_by([(k, "ascending") for k in key]), index))
+        added = pc.greater(latest[DIFF], 0)
+        upserts = rows.filter(added)
+        ranges = latest[PID].filter(added) if PID in latest.column_names else None
+        for part in _per_range(upserts, ranges):
+            found.extend(write(metadata, io, part.sort_by([(k, "ascending") for k in key]), index))
         found.extend(_write_deletes(metadata, io, located, partitions))
         yield facts(found)
     return merge
+
+
+def _per_range(rows, ranges):
+    """`rows` split by their range of keys (`ranges`, one per row; None: all in one), so that no file spans two:
+    hashing the ranges to tasks may give a task two that are far apart."""
+    if ranges is None:
+        return [rows]
+    return [rows.filter(pc.equal(ranges, r)) for r in pc.unique(ranges).to_pylist()]
 
 
 def _write_deletes(metadata, io, located: dict, partitions: dict):

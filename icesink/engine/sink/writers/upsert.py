@@ -15,8 +15,9 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from ...pyiceberg_internals import executor_context, scan, table_context
 from ...sources.engine_table import DIFF, OFFSET
-from ..key_ranges import files_holding, group_files, group_index, key_partitions
-from .base import RESULT_SCHEMA, BatchFiles, collect, conform, facts, tally, task_rows, violation, write
+from ..key_ranges import KeyGroup, bounds_order, files_holding, group_files, group_index, key_partitions, sample_cuts
+from .base import (RESULT_SCHEMA, BatchFiles, KeySample, collect, conform, facts, no_sample, tally, task_rows,
+                   violation, write)
 
 PID = "_icesink_group"
 ROW = "_icesink_row"
@@ -70,22 +71,27 @@ class UpsertWriter:
         self.key = key
         self.enforced = enforced
 
-    def plan(self, changes: DataFrame, table, after) -> BatchFiles:
+    def plan(self, changes: DataFrame, table, after, key_sample: KeySample = no_sample) -> BatchFiles:
         spark = changes.sparkSession
         tasks = list(table.scan().plan_files()) if table.current_snapshot() is not None else []
         groups = group_files(tasks, table.schema(), self.key[0])
         changed = changes.filter(after.beyond())
+        key_type = table.schema().find_field(self.key[0]).field_type
         if groups:
-            key_type = table.schema().find_field(self.key[0]).field_type
             changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups))
             parallelism = spark.sparkContext.defaultParallelism
             changed = changed.repartition(max(1, min(len(groups), 4 * parallelism)), PID)
         else:  # an empty table: ranges of keys per task keep the files' ranges apart for the next batch, and as
             # many tasks as the input has partitions (each holds a bounded number of changes) keep a task's memory
             # bounded however large the first batch (a source's whole initial copy)
-            changed = changed.withColumn(PID, F.lit(0))
             tasks = max(spark.sparkContext.defaultParallelism, changes.rdd.getNumPartitions())
-            changed = changed.repartitionByRange(tasks, *self.key)
+            cuts = sample_cuts(key_sample(), tasks) if bounds_order(key_type) else None
+            if cuts:  # the ranges from the input's sample of its keys, not from Spark's, which reads the batch twice
+                groups = [KeyGroup([], [(cut, cut)]) for cut in cuts]
+                changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups)).repartition(
+                    len(groups), PID)
+            else:
+                changed = changed.withColumn(PID, F.lit(0)).repartitionByRange(tasks, *self.key)
         partitions = key_partitions(table.spec(), table.schema(), self.key)
         merge = _merge_groups(*table_context(table), self.key, self.columns, self.enforced, dict(enumerate(groups)),
                               partitions, type(after).reach)
