@@ -212,6 +212,7 @@ def test_a_first_batch_with_a_key_sample_is_read_once_and_written_in_disjoint_ke
     from pyspark.sql import functions as F
 
     from icesink.engine.sink.committer import Committer
+    from icesink.engine.sink.key_ranges import sample_cuts
     from icesink.engine.sink.table import ensure_table
     from icesink.engine.sink.writers import writer_for
     from icesink.engine.sources.engine_table import DIFF, TS
@@ -250,4 +251,23 @@ def test_a_first_batch_with_a_key_sample_is_read_once_and_written_in_disjoint_ke
     ranges = sorted((from_bytes(field.field_type, task.file.lower_bounds[field.field_id]),
                      from_bytes(field.field_type, task.file.upper_bounds[field.field_id]))
                     for task in table.scan().plan_files())
-    assert len(ranges) >= 4 and all(high < low for (_, high), (low, _) in zip(ranges, ranges[1:]))
+    cuts = sample_cuts(ids[::50], 6)  # the batch's 6 partitions, a task per range
+    assert len(ranges) == len(cuts) == 6  # a file per range: no task was given two
+    lows, highs = [float("-inf")] + cuts[1:], cuts[1:] + [float("inf")]  # keys below the first cut join the first
+    assert all(lowest <= low and high < highest for lowest, highest, (low, high) in zip(lows, highs, ranges))
+
+
+def test_spread_ids_give_each_partition_its_ranges(spark):
+    """Spark's hash partitioning of the ids spread_ids chooses sends the ranges to the partitions in key order, a
+    share to each, none left idle."""
+    from pyspark.sql import functions as F
+
+    from icesink.engine.sink.key_ranges import spread_ids
+
+    for groups, partitions in ((6, 6), (40, 8), (7, 3)):
+        ids = spread_ids(groups, partitions)
+        assert len(set(ids)) == groups
+        placed = (spark.createDataFrame([(i,) for i in ids], "id int").repartition(partitions, "id")
+                  .select("id", F.spark_partition_id().alias("p")).collect())
+        where = {row.id: row.p for row in placed}
+        assert [where[i] for i in ids] == [g * partitions // groups for g in range(groups)]

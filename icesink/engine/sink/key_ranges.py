@@ -59,6 +59,39 @@ def group_files(tasks: list, schema, column: str) -> list[KeyGroup]:
     return groups
 
 
+def spread_ids(groups: int, partitions: int) -> list[int]:
+    """Distinct ids for `groups` ranges of keys, in key order, that Spark's `repartition(partitions, id)` sends to
+    partition g * partitions // groups each: hashing the plain indexes leaves some partitions two ranges or three
+    and others none (a task's memory and time grow with its share). Spark's hash partitioning of an integer is
+    Murmur3 (x86, 32 bits, seed 42) modulo the partitions; `test_spread_ids_give_each_partition_its_ranges` checks
+    this against Spark itself."""
+    wanted = [g * partitions // groups for g in range(groups)]
+    needed = {p: wanted.count(p) for p in set(wanted)}
+    found: dict[int, list[int]] = {p: [] for p in needed}
+    candidate = 0
+    while any(len(found[p]) < needed[p] for p in needed):
+        p = _murmur3_int(candidate) % partitions
+        if p in found and len(found[p]) < needed[p]:
+            found[p].append(candidate)
+        candidate += 1
+    return [found[p].pop() for p in wanted]
+
+
+def _murmur3_int(value: int, seed: int = 42) -> int:
+    """Spark's Murmur3_x86_32.hashInt, as a signed 32-bit int."""
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+    k1 = rotl((value * 0xCC9E2D51) & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
+    h1 = (rotl(seed ^ k1, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & 0xFFFFFFFF
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & 0xFFFFFFFF
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
+
+
 def sample_cuts(sample: list | None, parts: int) -> list | None:
     """Lower bounds of `parts` ranges holding about as many of `sample`'s keys each (None without a sample)."""
     if not sample:
@@ -112,15 +145,16 @@ def files_holding(group: KeyGroup, changes, column: str, partitions: list[KeyPar
     return chosen
 
 
-def group_index(column: Column, column_type, groups: list[KeyGroup]) -> Column:
-    """The index of the group a key belongs to: the last group starting at or below it (the first group for
-    keys below all). Keys between or beyond the ranges join a neighbour, whose range grows."""
+def group_index(column: Column, column_type, groups: list[KeyGroup], ids: list[int] | None = None) -> Column:
+    """The index of the group a key belongs to (or its entry of `ids`): the last group starting at or below it
+    (the first group for keys below all). Keys between or beyond the ranges join a neighbour, whose range grows."""
     value = _AS_NUMBER.get(type(column_type), lambda c: c)(column)
     starts = [g.low for g in groups]
+    ids = ids or list(range(len(groups)))
 
     def search(first: int, last: int) -> Column:  # a balanced tree of comparisons: log2(groups) per row
         if first == last:
-            return F.lit(first)
+            return F.lit(ids[first])
         middle = (first + last + 1) // 2
         return F.when(value >= F.lit(starts[middle]), search(middle, last)).otherwise(search(first, middle - 1))
     return search(0, len(groups) - 1)

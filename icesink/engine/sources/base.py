@@ -44,8 +44,9 @@ class Input:
         return True
 
     def key_sample(self, frontier: Frontier, column: str) -> list | None:
-        """Values of `column` spread over the changes after `frontier`, when the input can tell without reading
-        them all; None when it cannot."""
+        """Values of `column` spread over the changes after `frontier`, as Python values that compare with the
+        column's in Spark (integers, strings), when the input can tell without reading them all; None when it
+        cannot."""
         return None
 
     def check_resume(self, frontier: Frontier) -> None:

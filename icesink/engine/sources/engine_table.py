@@ -106,7 +106,7 @@ class EngineTableReader(DataSourceStreamReader):
         self.replicated = options.get("replicated") == "true"
         self.snapshot: int | None = None  # the offset of the snapshot this reader's first batch reads
         # the end of the last batch Spark planned: a reader that has read past 0 follows the log from there, whatever
-        # was pruned below it since (exporting a snapshot of 10M rows held a sink's next batch up by 19-23 s)
+        # was pruned below it since, and needs no snapshot
         self.planned = self.start
 
     def initialOffset(self) -> dict:
@@ -279,19 +279,29 @@ class EngineTableInput(Input):
         return self.log.latest_offset(self.relation.id, len(self.relation.descriptor.columns)) > frontier.offset
 
     def key_sample(self, frontier: Offset, column: str) -> list | None:
-        """A replicated table's copy, which its sinks' first batch reads whole, gives its integer or text keys from
-        its files' key column alone."""
+        """A replicated table's copy gives the integer or text keys of a batch that reads it (from its files' key
+        column alone), unless the batch reads a snapshot instead (the log below it pruned) or more changes after
+        it than a quarter of its rows."""
         import numpy as np
         import pyarrow.parquet as pq
 
-        base = self.log.base(self.relation.id)
+        table_id = self.relation.id
+        base = self.log.base(table_id)
         kind = next((c.type for c in self.relation.descriptor.columns if c.name == column), None)
-        if base is None or frontier.offset >= base.upto or kind not in ("smallint", "integer", "bigint", "text"):
+        if (base is None or kind not in ("smallint", "integer", "bigint", "text")
+                or not self.log.floor(table_id) <= frontier.offset < base.upto
+                or self.log.latest_offset(table_id) - base.upto > base.rows // 4):
             return None
         step, sample = max(1, base.rows // KEY_SAMPLE), []
-        for path, _ in base.files:
-            keys = pq.read_table(path, columns=[column])[column]
-            sample += keys.take(np.arange(0, len(keys), step)).drop_null().to_pylist()
+        try:
+            for path, _ in base.files:
+                if pq.read_schema(path).get_field_index(column) < 0:
+                    return None  # a column added since the copy
+                keys = pq.read_table(path, columns=[column])[column]
+                sample += keys.take(np.arange(0, len(keys), step)).drop_null().to_pylist()
+        except (OSError, ValueError) as exc:  # the batch reads the files and says what is wrong with them
+            log.warning("table %s: no sample of its copy's keys (%s)", self.relation.name, exc)
+            return None
         return sample
 
     def check_resume(self, frontier: Offset) -> None:

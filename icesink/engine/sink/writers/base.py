@@ -47,7 +47,7 @@ def no_sample() -> None:
 class Writer(Protocol):
     def plan(self, changes: DataFrame, table, after: Frontier, key_sample: KeySample = no_sample) -> BatchFiles:
         """The files to remove and add for the changes beyond `after`, against `table`'s state. `key_sample`:
-        asked for the ranges of keys an empty table's first batch is cut into (Sparks's own sampling reads the
+        asked for the ranges of keys an empty table's first batch is cut into (Spark's own sampling reads the
         batch twice)."""
 
 
@@ -95,7 +95,7 @@ def facts(found: list[dict]):
     return pa.RecordBatch.from_pylist(found, schema=RESULT_SCHEMA)
 
 
-def collect(results: DataFrame, groups: list | None = None) -> BatchFiles:
+def collect(results: DataFrame, groups: dict | None = None) -> BatchFiles:
     """The driver's only read of a batch: the facts its tasks reported (see the writers' task functions)."""
     files = BatchFiles()
     for row in results.collect():

@@ -21,7 +21,7 @@ from ...pyiceberg_internals import (POSITION_DELETE_SCHEMA, executor_context, li
                                     position_delete_file, received, scan, shipped, table_context)
 from ...sources.engine_table import DIFF
 from ..key_index import KeyIndex, delete_rows
-from ..key_ranges import KeyGroup, bounds_order, group_index, sample_cuts
+from ..key_ranges import KeyGroup, bounds_order, group_index, sample_cuts, spread_ids
 from ..table import IncompatibleTable
 from ....model.descriptors import FoldPolicy
 from .base import (DEFAULT_TARGET_FILE_BYTES, RESULT_SCHEMA, BatchFiles, KeySample, collect, conform, facts,
@@ -69,8 +69,9 @@ class MergeOnReadWriter:
             # table): a task's keys meet few files, and a data file's deletes come from few tasks (each writes a
             # delete file of its own)
             groups = [KeyGroup([], [(cut, cut)]) for cut in cuts]
-            changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups)).repartition(
-                len(groups), PID)
+            ids = spread_ids(len(groups), len(groups))
+            changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups, ids)).repartition(
+                len(groups), PID).drop(PID)
         else:  # an empty table without a sample (or keys whose bounds do not order): Spark samples the batch
             changed = changed.repartitionByRange(tasks, *[F.col(k) for k in self.key])
         merge = _merge(*table_context(table), self.key, self.columns, self.enforced, files, partitions,
@@ -180,8 +181,6 @@ def _cuts(live: list, schema, column: str, parts: int) -> list | None:
     key bounds (None when they are missing or do not compare)."""
     from pyiceberg.conversions import from_bytes
 
-    if not live:
-        return None
     field = schema.find_field(column)
     if not bounds_order(field.field_type):
         return None
@@ -216,22 +215,11 @@ def _merge(metadata_json, io_properties, location, key, columns, enforced, files
         rows = conform(latest.select(columns), metadata.schema().as_arrow())
         index = KeyIndex(index_dir, key)
         located = index.locate(files, rows.select(key), io)
-        added = pc.greater(latest[DIFF], 0)
-        upserts = rows.filter(added)
-        ranges = latest[PID].filter(added) if PID in latest.column_names else None
-        for part in _per_range(upserts, ranges):
-            found.extend(write(metadata, io, part.sort_by([(k, "ascending") for k in key]), index))
+        upserts = rows.filter(pc.greater(latest[DIFF], 0))
+        found.extend(write(metadata, io, upserts.sort_by([(k, "ascending") for k in key]), index))
         found.extend(_write_deletes(metadata, io, located, partitions))
         yield facts(found)
     return merge
-
-
-def _per_range(rows, ranges):
-    """`rows` split by their range of keys (`ranges`, one per row; None: all in one), so that no file spans two:
-    hashing the ranges to tasks may give a task two that are far apart."""
-    if ranges is None:
-        return [rows]
-    return [rows.filter(pc.equal(ranges, r)) for r in pc.unique(ranges).to_pylist()]
 
 
 def _write_deletes(metadata, io, located: dict, partitions: dict):

@@ -15,7 +15,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from ...pyiceberg_internals import executor_context, scan, table_context
 from ...sources.engine_table import DIFF, OFFSET
-from ..key_ranges import KeyGroup, bounds_order, files_holding, group_files, group_index, key_partitions, sample_cuts
+from ..key_ranges import (KeyGroup, bounds_order, files_holding, group_files, group_index, key_partitions,
+                          sample_cuts, spread_ids)
 from .base import (RESULT_SCHEMA, BatchFiles, KeySample, collect, conform, facts, no_sample, tally, task_rows,
                    violation, write)
 
@@ -77,29 +78,31 @@ class UpsertWriter:
         groups = group_files(tasks, table.schema(), self.key[0])
         changed = changes.filter(after.beyond())
         key_type = table.schema().find_field(self.key[0]).field_type
-        if groups:
-            changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups))
-            parallelism = spark.sparkContext.defaultParallelism
-            changed = changed.repartition(max(1, min(len(groups), 4 * parallelism)), PID)
-        else:  # an empty table: ranges of keys per task keep the files' ranges apart for the next batch, and as
-            # many tasks as the input has partitions (each holds a bounded number of changes) keep a task's memory
-            # bounded however large the first batch (a source's whole initial copy)
+        tasks = 0
+        if not groups:  # an empty table: ranges of keys per task keep the files' ranges apart for the next batch,
+            # and as many tasks as the input has partitions (each holds a bounded number of changes) keep a task's
+            # memory bounded however large the first batch (a source's whole initial copy)
             tasks = max(spark.sparkContext.defaultParallelism, changes.rdd.getNumPartitions())
             cuts = sample_cuts(key_sample(), tasks) if bounds_order(key_type) else None
-            if cuts:  # the ranges from the input's sample of its keys, not from Spark's, which reads the batch twice
-                groups = [KeyGroup([], [(cut, cut)]) for cut in cuts]
-                changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups)).repartition(
-                    len(groups), PID)
-            else:
-                changed = changed.withColumn(PID, F.lit(0)).repartitionByRange(tasks, *self.key)
+            # the ranges from the input's sample of its keys, where it has one: Spark's own reads the batch twice
+            groups = [KeyGroup([], [(cut, cut)]) for cut in cuts or ()]
+        if groups:
+            tasks = len(groups) if tasks else max(1, min(len(groups), 4 * spark.sparkContext.defaultParallelism))
+            ids = spread_ids(len(groups), tasks)
+            changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups, ids)).repartition(
+                tasks, PID)
+            groups = dict(zip(ids, groups))
+        else:
+            changed, groups = changed.withColumn(PID, F.lit(0)).repartitionByRange(tasks, *self.key), {}
         partitions = key_partitions(table.spec(), table.schema(), self.key)
-        merge = _merge_groups(*table_context(table), self.key, self.columns, self.enforced, dict(enumerate(groups)),
-                              partitions, type(after).reach)
+        merge = _merge_groups(*table_context(table), self.key, self.columns, self.enforced, groups, partitions,
+                              type(after).reach)
         return collect(changed.mapInArrow(merge, from_arrow_schema(RESULT_SCHEMA)), groups)
 
 
 def _merge_groups(metadata_json, io_properties, location, key, columns, enforced, groups: dict, partitions, reach):
-    """An executor function: the changes of some key groups in, result rows out (see _collect)."""
+    """An executor function: the changes of some key groups (`groups` by their ids) in, result rows out (see
+    base.collect)."""
     def merge(batches):
         changes = task_rows(batches)
         if changes is None:
