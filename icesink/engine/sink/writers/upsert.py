@@ -74,20 +74,22 @@ class UpsertWriter:
 
     def plan(self, changes: DataFrame, table, after, key_sample: KeySample = no_sample) -> BatchFiles:
         spark = changes.sparkSession
-        tasks = list(table.scan().plan_files()) if table.current_snapshot() is not None else []
-        groups = group_files(tasks, table.schema(), self.key[0])
+        parallelism = spark.sparkContext.defaultParallelism
+        files = list(table.scan().plan_files()) if table.current_snapshot() is not None else []
+        groups = group_files(files, table.schema(), self.key[0])
         changed = changes.filter(after.beyond())
         key_type = table.schema().find_field(self.key[0]).field_type
-        tasks = 0
-        if not groups:  # an empty table: ranges of keys per task keep the files' ranges apart for the next batch,
-            # and as many tasks as the input has partitions (each holds a bounded number of changes) keep a task's
-            # memory bounded however large the first batch (a source's whole initial copy)
-            tasks = max(spark.sparkContext.defaultParallelism, changes.rdd.getNumPartitions())
+        if groups:
+            tasks = max(1, min(len(groups), 4 * parallelism))
+        else:  # an empty table: ranges of keys per task keep the files' ranges apart for the next batch, and as
+            # many tasks as the input has partitions (each holds a bounded number of changes) keep a task's memory
+            # bounded however large the first batch (a source's whole initial copy)
+            tasks = max(parallelism, changes.rdd.getNumPartitions())
             cuts = sample_cuts(key_sample(), tasks) if bounds_order(key_type) else None
             # the ranges from the input's sample of its keys, where it has one: Spark's own reads the batch twice
             groups = [KeyGroup([], [(cut, cut)]) for cut in cuts or ()]
+            tasks = len(groups) or tasks
         if groups:
-            tasks = len(groups) if tasks else max(1, min(len(groups), 4 * spark.sparkContext.defaultParallelism))
             ids = spread_ids(len(groups), tasks)
             changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups, ids)).repartition(
                 tasks, PID)
