@@ -303,3 +303,42 @@ def test_a_replicated_tables_small_segments_are_read_together_in_offset_order(tm
             for batch in reader.read(parts[0]) for r in batch.to_pylist()]
     assert read == expected
     store.close()
+
+
+def test_a_reader_that_read_a_replicated_table_from_the_start_exports_no_snapshot_once_the_log_is_pruned(tmp_path):
+    """Only a reader that has read nothing yet starts from a snapshot of the rows when the log below it is gone; one
+    that read from offset 0 follows the log on (exporting a snapshot of 10M rows held such a sink up by 19-23 s)."""
+    import json
+
+    from icesink.engine import segments
+    from icesink.engine.sources.engine_table import EngineTableReader
+    from icesink.engine.tables import TableStore
+    from icesink.model.types import Column
+
+    store = TableStore(tmp_path)
+    columns = (Column("id", "bigint"), Column("note", "text"))
+    store.create("r3", columns, ("id",))
+    store.segments.follow("r3", columns)
+
+    def write(key, note):
+        with store.transaction() as db:
+            db.execute('INSERT INTO "t_r3" VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET note = excluded.note',
+                       (key, note))
+    options = {"data_dir": str(tmp_path), "table_id": "r3", "columns": json.dumps([c.as_dict() for c in columns]),
+               "replicated": "true"}
+    snapshots = tmp_path / "snapshots" / "r3"
+    early = EngineTableReader(options)
+    for key in range(3):
+        write(key, "a")
+    first = early.latestOffset()
+    early.partitions(early.initialOffset(), first)  # its first batch: the log from 0
+    store.acknowledge("sink1", "r3", first["offset"])
+    assert segments.prune(store, "r3", lambda: {"sink1"}) == 3 and store.floor("r3") == first["offset"]
+    write(0, "b")
+    assert early.latestOffset() == {"offset": store.latest_offset("r3")}
+    assert not list(snapshots.glob("*.parquet"))
+
+    late = EngineTableReader(options)  # a sink created now: the changes before the floor are gone
+    assert late.latestOffset() == {"offset": store.latest_offset("r3")}
+    assert len(list(snapshots.glob("*.parquet"))) == 1
+    store.close()
