@@ -25,6 +25,7 @@ BLOCK_BYTES = 8 << 20
 CHUNK_BYTES = 1 << 20
 SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"  # values in the form engine tables take
 _INTEGERS = {"smallint", "integer", "bigint"}
+PLAIN_TYPES = _INTEGERS | {"text"}  # a base holds their values as they are (int64, string)
 _ZONES = {"timestamp with time zone": "+00", "timestamp": ""}
 
 
@@ -155,7 +156,7 @@ def _check(batch: pa.RecordBatch, columns: list[Column]) -> None:
     """A copy is kept only if its rows can go into the store and to sinks: a refusal now names the value, where
     later it would stop the load and every sink reading the copy."""
     for column, values in zip(columns, batch.columns):
-        if column.type in _INTEGERS or column.type == "text":
+        if column.type in PLAIN_TYPES:
             continue
         zone = _ZONES.get(column.type)
         if zone is not None and _printed(values, zone):  # valid as Postgres printed them: no need to convert
@@ -205,7 +206,7 @@ def spark_arrays(batch: pa.RecordBatch, columns: list[Column], types: list[pa.Da
     arrays = []
     for column, target in zip(columns, types):
         values = _column(batch, column)
-        if column.type in _INTEGERS or column.type == "text":
+        if column.type in PLAIN_TYPES:
             arrays.append(values.cast(target))
             continue
         zone = _ZONES.get(column.type)
@@ -222,7 +223,7 @@ def spark_arrays(batch: pa.RecordBatch, columns: list[Column], types: list[pa.Da
 
 def _stored(type_name: str):
     """From an Arrow column of a base to the list of its stored values."""
-    if type_name in _INTEGERS or type_name == "text":
+    if type_name in PLAIN_TYPES:
         return pa.Array.to_pylist
     convert = replicated_input(type_name)
     zone = _ZONES.get(type_name)

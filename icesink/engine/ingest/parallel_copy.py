@@ -103,7 +103,6 @@ def copy_on_executors(spark, data_dir: str, connection_id: str, snapshot: str, q
     return [(path, rows) for _, path, rows in files if rows]
 
 
-
 def _cancel(worker: threading.Thread, contexts: list, group: str) -> None:
     while worker.is_alive():  # until the job exists to be cancelled, and is
         if contexts:

@@ -145,12 +145,23 @@ def files_holding(group: KeyGroup, changes, column: str, partitions: list[KeyPar
     return chosen
 
 
-def group_index(column: Column, column_type, groups: list[KeyGroup], ids: list[int] | None = None) -> Column:
-    """The index of the group a key belongs to (or its entry of `ids`): the last group starting at or below it
-    (the first group for keys below all). Keys between or beyond the ranges join a neighbour, whose range grows."""
+def by_range(frame, column: str, column_type, groups: list[KeyGroup], tasks: int, name: str):
+    """`frame` with each row's group id in column `name`, repartitioned so that group g of G goes to task
+    g * tasks // G (spread_ids); and the ids, one per group."""
+    ids = spread_ids(len(groups), tasks)
+    return frame.withColumn(name, group_index(F.col(column), column_type, groups, ids)).repartition(tasks, name), ids
+
+
+def cut_groups(cuts: list) -> list[KeyGroup]:
+    """Groups of no files, starting at `cuts`."""
+    return [KeyGroup([], [(cut, cut)]) for cut in cuts]
+
+
+def group_index(column: Column, column_type, groups: list[KeyGroup], ids: list[int]) -> Column:
+    """The id (of `ids`) of the group a key belongs to: the last group starting at or below it (the first group
+    for keys below all). Keys between or beyond the ranges join a neighbour, whose range grows."""
     value = _AS_NUMBER.get(type(column_type), lambda c: c)(column)
     starts = [g.low for g in groups]
-    ids = ids or list(range(len(groups)))
 
     def search(first: int, last: int) -> Column:  # a balanced tree of comparisons: log2(groups) per row
         if first == last:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from functools import partial
 
 from ...catalog.store import Catalog, CatalogObject, now
 from ...catalog_connections import connector_for
@@ -20,6 +21,7 @@ from .committer import Committer, Fenced
 from .progress import latest_progress
 from .table import ensure_table
 from .writers import writer_for
+from .writers.base import no_sample
 
 log = logging.getLogger("icesink.sink")
 
@@ -158,9 +160,8 @@ class SinkRunner:
         key = self.descriptor.key
 
         def plan(table, after):
-            def key_sample():
-                return self.input.key_sample(after, key[0]) if key else None
-            return self.writer.plan(changes, table, after, key_sample)
+            return self.writer.plan(changes, table, after,
+                                    partial(self.input.key_sample, after, key[0]) if key else no_sample)
         outcome = self.committer.commit(self.frontier, plan)
         if outcome is None:
             return

@@ -285,10 +285,12 @@ class EngineTableInput(Input):
         import numpy as np
         import pyarrow.parquet as pq
 
+        from ..ingest.copy import PLAIN_TYPES
+
         table_id = self.relation.id
         base = self.log.base(table_id)
         kind = next((c.type for c in self.relation.descriptor.columns if c.name == column), None)
-        if (base is None or kind not in ("smallint", "integer", "bigint", "text")
+        if (base is None or kind not in PLAIN_TYPES
                 or not self.log.floor(table_id) <= frontier.offset < base.upto
                 or self.log.latest_offset(table_id) - base.upto > base.rows // 4):
             return None

@@ -21,7 +21,7 @@ from ...pyiceberg_internals import (POSITION_DELETE_SCHEMA, executor_context, li
                                     position_delete_file, received, scan, shipped, table_context)
 from ...sources.engine_table import DIFF
 from ..key_index import KeyIndex, delete_rows
-from ..key_ranges import KeyGroup, bounds_order, group_index, sample_cuts, spread_ids
+from ..key_ranges import bounds_order, by_range, cut_groups, sample_cuts
 from ..table import IncompatibleTable
 from ....model.descriptors import FoldPolicy
 from .base import (DEFAULT_TARGET_FILE_BYTES, RESULT_SCHEMA, BatchFiles, KeySample, collect, conform, facts,
@@ -68,10 +68,7 @@ class MergeOnReadWriter:
         if cuts:  # ranges of keys per task, as the table's files hold them (or the input's sample, for an empty
             # table): a task's keys meet few files, and a data file's deletes come from few tasks (each writes a
             # delete file of its own)
-            groups = [KeyGroup([], [(cut, cut)]) for cut in cuts]
-            ids = spread_ids(len(groups), len(groups))
-            changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups, ids)).repartition(
-                len(groups), PID).drop(PID)
+            changed = by_range(changed, self.key[0], key_type, cut_groups(cuts), len(cuts), PID)[0].drop(PID)
         else:  # an empty table without a sample (or keys whose bounds do not order): Spark samples the batch
             changed = changed.repartitionByRange(tasks, *[F.col(k) for k in self.key])
         merge = _merge(*table_context(table), self.key, self.columns, self.enforced, files, partitions,

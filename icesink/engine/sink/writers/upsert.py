@@ -15,8 +15,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from ...pyiceberg_internals import executor_context, scan, table_context
 from ...sources.engine_table import DIFF, OFFSET
-from ..key_ranges import (KeyGroup, bounds_order, files_holding, group_files, group_index, key_partitions,
-                          sample_cuts, spread_ids)
+from ..key_ranges import (bounds_order, by_range, cut_groups, files_holding, group_files, key_partitions,
+                          sample_cuts)
 from .base import (RESULT_SCHEMA, BatchFiles, KeySample, collect, conform, facts, no_sample, tally, task_rows,
                    violation, write)
 
@@ -87,12 +87,10 @@ class UpsertWriter:
             tasks = max(parallelism, changes.rdd.getNumPartitions())
             cuts = sample_cuts(key_sample(), tasks) if bounds_order(key_type) else None
             # the ranges from the input's sample of its keys, where it has one: Spark's own reads the batch twice
-            groups = [KeyGroup([], [(cut, cut)]) for cut in cuts or ()]
+            groups = cut_groups(cuts or ())
             tasks = len(groups) or tasks
         if groups:
-            ids = spread_ids(len(groups), tasks)
-            changed = changed.withColumn(PID, group_index(F.col(self.key[0]), key_type, groups, ids)).repartition(
-                tasks, PID)
+            changed, ids = by_range(changed, self.key[0], key_type, groups, tasks, PID)
             groups = dict(zip(ids, groups))
         else:
             changed, groups = changed.withColumn(PID, F.lit(0)).repartitionByRange(tasks, *self.key), {}
