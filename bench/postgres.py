@@ -1,14 +1,20 @@
 """Postgres source into an Iceberg sink (local catalog), against a PostgreSQL 15 started on 127.0.0.1 for the run:
 
     .venv/bin/python bench/postgres.py --rows 1000000 --seconds 60 [--interval 5s] [--write-mode merge-on-read] [--no-sink]
-        [--rate EVENTS_PER_SECOND]
+        [--rate EVENTS_PER_SECOND] [--backlog SECONDS] [--ceiling SECONDS]
 
 Prints, in one run: the raw `COPY … TO STDOUT` speed of a --rows, 4-column table (read by psql, and by psycopg);
 the initial copy (rows/s) to Parquet files, to the Iceberg table, and into icesink's store, after which changes are
 followed; sustained change events/s end to end (mixed inserts, updates and deletes on random keys over the whole key
 space, committed upstream as fast as two clients can, or at --rate, until Iceberg holds the last one); p50/p95
 freshness (an upstream commit -> visible in Iceberg), and peak memory of icesink's processes (driver and Spark).
-With --no-sink, no sink runs: what icesink's store alone takes. A figure, not a test.
+With --no-sink, no sink runs: what icesink's store alone takes.
+
+--ceiling first measures what the 2 cores allow whatever the consumer: the same clients for that many seconds with
+the slot read by `pg_recvlogical` (Postgres's own C client, writing to /dev/null) instead of icesink, and the cores
+Postgres, the clients and it take. --backlog then stops icesink after the live run, lets the clients change rows
+unpaced for that many seconds with nothing reading the slot, starts icesink again and times how fast it catches up:
+the rate icesink itself takes changes at, with Postgres only decoding its WAL meanwhile. A figure, not a test.
 """
 from __future__ import annotations
 
@@ -39,6 +45,29 @@ from tests.servers import PG_BIN, Postgres  # noqa: E402
 PASSWORD = "bench-pw"
 SPAWN = multiprocessing.get_context("spawn")  # not forked from a process that runs Spark's threads
 CHANGES_PER_TRANSACTION = 500
+
+
+def cpu_seconds(pids) -> dict[int, float]:
+    """User and system CPU seconds of each process, as /proc counts them."""
+    found = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        found[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return found
+
+
+def server_cpu(server) -> dict[int, float]:
+    """CPU seconds of the cluster's processes: its postmaster and every backend, walsender and helper it forked."""
+    postmaster = int((server.directory / "data" / "postmaster.pid").read_text().split()[0])
+    return cpu_seconds(Memory._tree(postmaster))
+
+
+def cores(before: dict[int, float], after: dict[int, float], elapsed: float) -> float:
+    """The cores processes took between two readings; one started meanwhile counts from 0."""
+    return sum(seconds - before.get(pid, 0) for pid, seconds in after.items()) / elapsed
 
 
 class Memory(threading.Thread):
@@ -121,6 +150,43 @@ class Changes(SPAWN.Process):
                     self.counted.value += events
 
 
+def ceiling(server: Postgres, rows: int, seconds: int) -> None:
+    """The clients unpaced, with a slot read by pg_recvlogical (C, output to /dev/null): the most change events/s
+    these cores give a consumer that costs almost nothing, and who takes the cores."""
+    with server.admin() as db:
+        db.execute("SELECT pg_create_logical_replication_slot('ceiling', 'pgoutput')")
+    receiver = subprocess.Popen([str(PG_BIN / "pg_recvlogical"), "-h", str(server.directory), "-p", str(server.port),
+                                 "-U", "postgres", "-d", "postgres", "-S", "ceiling", "--start", "-o",
+                                 "proto_version=1", "-o", "publication_names=bench", "-f", "/dev/null", "-F", "1"],
+                                user=server.user)
+    clients = [Changes(server, rows, seed, rows + 1 + (seed + 2) * 100_000_000, (seed - 1, 2), 0) for seed in (1, 2)]
+    for client in clients:
+        client.start()
+    time.sleep(2)  # past the clients' start
+    before = (sum(c.events for c in clients), time.time(), server_cpu(server), cpu_seconds(c.pid for c in clients),
+              cpu_seconds([receiver.pid]))
+    time.sleep(seconds)
+    after = (sum(c.events for c in clients), time.time(), server_cpu(server), cpu_seconds(c.pid for c in clients),
+             cpu_seconds([receiver.pid]))
+    for client in clients:
+        client.stopped.set()
+    for client in clients:
+        client.join()
+    elapsed = after[1] - before[1]
+    with server.admin() as db:
+        behind = db.execute("SELECT pg_current_wal_lsn() - confirmed_flush_lsn FROM pg_replication_slots "
+                            "WHERE slot_name = 'ceiling'").fetchone()[0]
+    receiver.terminate()
+    receiver.wait()
+    with server.admin() as db:
+        db.execute("SELECT pg_drop_replication_slot('ceiling')")
+        db.execute("VACUUM t")
+    print(f"ceiling: {(after[0] - before[0]) / elapsed:,.0f} events/s from two unpaced clients with the slot read "
+          f"by pg_recvlogical ({int(behind) >> 20} MiB behind at the end); cores: Postgres "
+          f"{cores(before[2], after[2], elapsed):.2f}, the clients {cores(before[3], after[3], elapsed):.2f}, "
+          f"pg_recvlogical {cores(before[4], after[4], elapsed):.2f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -133,6 +199,10 @@ def main() -> None:
                         help="no sink: how fast icesink's store takes changes with the cores to itself")
     parser.add_argument("--rate", type=float, default=0,
                         help="change events offered per second (both clients together); 0: as fast as they can")
+    parser.add_argument("--backlog", type=int, default=0,
+                        help="then stop icesink, make changes unpaced for this many seconds, and time its catch-up")
+    parser.add_argument("--ceiling", type=int, default=0,
+                        help="first, this many seconds of the clients with pg_recvlogical reading the slot")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -280,7 +350,6 @@ def main() -> None:
     scheduler.stop()
     memory.stopped.set()
     memory.join()
-    server.stop()
     print(f"changes: {events:,} events made upstream in {stopped_at - changes_started:.0f}s "
           f"({events / (stopped_at - changes_started):,.0f}/s offered by two clients"
           f"{f', paced to {args.rate:,.0f}/s' if args.rate else ''}); Iceberg held the last one "
@@ -294,7 +363,51 @@ def main() -> None:
         print(f"freshness (upstream commit -> visible in Iceberg): p50 {percentile(freshness, 0.5):.1f}s, "
               f"p95 {percentile(freshness, 0.95):.1f}s over {len(freshness)} markers; in the run's second half, "
               f"p50 {percentile(late, 0.5):.1f}s, p95 {percentile(late, 0.95):.1f}s")
-    print(f"peak memory of icesink's processes (driver, Spark JVM, workers): {memory.peak / 2**20:,.0f} MiB")
+    print(f"peak memory of icesink's processes (driver, Spark JVM, workers): {memory.peak / 2**20:,.0f} MiB",
+          flush=True)
+    if args.backlog:
+        backlog(args, server, data_dir, session, spark, held, visible_marker, markers)
+    if args.ceiling:  # last: its changes bloat the table
+        ceiling(server, args.rows, args.ceiling)
+    server.stop()
+
+
+def backlog(args, server: Postgres, data_dir: Path, session, spark, held, visible_marker, markers) -> None:
+    """Changes made while icesink is stopped, then the time it takes to hold them (in its store, and in Iceberg)."""
+    clients = [Changes(server, args.rows, seed, args.rows + 1 + (seed + 4) * 100_000_000, (seed - 1, 2), 0)
+               for seed in (1, 2)]
+    for client in clients:
+        client.start()
+    time.sleep(args.backlog)
+    for client in clients:
+        client.stopped.set()
+    for client in clients:
+        client.join()
+    events = sum(c.events for c in clients)
+    with server.admin() as db:
+        marker = time.time()
+        db.execute("UPDATE t SET b = %s WHERE id = 0", (repr(marker),))
+        markers.append(marker)
+        wal = lsn_int(db.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
+        behind = db.execute("SELECT pg_current_wal_lsn() - confirmed_flush_lsn FROM pg_replication_slots "
+                            "WHERE slot_name LIKE 'icesink%'").fetchone()[0]
+    started, postgres_cpu = time.time(), server_cpu(server)
+    scheduler = Scheduler(data_dir, session.executor.secret_value, lambda: spark)
+    scheduler.start()
+    stored_at = visible_at = None
+    while stored_at is None or (visible_at is None and not args.no_sink):
+        if stored_at is None and held() >= wal:
+            stored_at, postgres_cpu = time.time(), cores(postgres_cpu, server_cpu(server), time.time() - started)
+        if visible_at is None and not args.no_sink and visible_marker() >= marker:
+            visible_at = time.time()
+        time.sleep(0.1)
+    scheduler.stop()
+    took = stored_at - started
+    visible = "" if args.no_sink else \
+        f"; Iceberg held them {visible_at - started:.1f}s after: {events / (visible_at - started):,.0f} events/s"
+    print(f"backlog: {events:,} events made in {args.backlog}s with icesink stopped ({int(behind) >> 20} MiB of WAL "
+          f"behind its slot); icesink's store held them {took:.1f}s after it started again: {events / took:,.0f} "
+          f"events/s (Postgres meanwhile {postgres_cpu:.2f} cores){visible}", flush=True)
 
 
 if __name__ == "__main__":
