@@ -4,7 +4,9 @@
 
 Builds the messages Postgres sends for `bench/postgres.py`'s change mix (half updates, a quarter deletes, a quarter
 inserts, on random keys of a 4-column table) and prints the µs per change of decoding them into whole transactions
-(engine/ingest/pgoutput.py) and of folding them per key (engine/ingest/subsource.py `stage`). A figure, not a test.
+(engine/ingest/pgoutput.py) and of folding them per key (engine/ingest/subsource.py `stage`), a message at a time,
+and of both a column at a time into the values the store takes (engine/ingest/columnar.py), as the replication
+does. A figure, not a test.
 """
 from __future__ import annotations
 
@@ -19,7 +21,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
+
+from icesink.engine.ingest import columnar  # noqa: E402
 from icesink.engine.ingest.pgoutput import Decoder  # noqa: E402
+from icesink.engine.ingest.stream import Taken  # noqa: E402
 from icesink.engine.ingest.subsource import Subsource  # noqa: E402
 from icesink.model.types import Column  # noqa: E402
 
@@ -41,21 +47,29 @@ def _tuple(values) -> bytes:
     return out
 
 
-def messages(count: int) -> list[bytes]:
+def relation_message() -> bytes:
     relation = b"R" + struct.pack(">I", OID) + b"public\0t\0d" + struct.pack(">h", len(COLUMNS))
     for column, oid in zip(COLUMNS, TYPES):
         relation += bytes([column.name == "id"]) + column.name.encode() + b"\0" + struct.pack(">Ii", oid, -1)
-    found = [relation, b"B" + struct.pack(">qqi", 0, 0, 1)]
-    rng, head = random.Random(1), struct.pack(">I", OID)
+    return relation
+
+
+def row_messages(rng: random.Random, count: int, rows: int, first_new: int) -> list[bytes]:
+    """One transaction of `count` changes on random keys below `rows`; inserted keys start at `first_new`."""
+    found, head = [b"B" + struct.pack(">qqi", 0, 0, 1)], struct.pack(">I", OID)
     for n in range(count):
-        roll, key = rng.random(), str(rng.randrange(10_000_000))
+        roll, key = rng.random(), str(rng.randrange(rows))
         if roll < 0.5:
             found.append(b"U" + head + b"N" + _tuple([key, "1", f"row {key}", TS]))
         elif roll < 0.75:
             found.append(b"D" + head + b"K" + _tuple([key, None, None, None]))
         else:
-            found.append(b"I" + head + b"N" + _tuple([str(10_000_000 + n), "0", "new", TS]))
+            found.append(b"I" + head + b"N" + _tuple([str(first_new + n), "0", "new", TS]))
     return found + [b"C" + struct.pack(">bqqq", 0, 1, 2, 3)]
+
+
+def messages(count: int) -> list[bytes]:
+    return [relation_message()] + row_messages(random.Random(1), count, 10_000_000, 10_000_000)
 
 
 def main() -> None:
@@ -73,8 +87,17 @@ def main() -> None:
     for change in transactions[0].changes:
         sub.stage(None, change)
     folded = time.perf_counter()
-    print(f"{args.changes:,} changes: decoding {1e6 * (decoded - began) / args.changes:.2f} µs each, folding per key "
-          f"{1e6 * (folded - folding) / args.changes:.2f} µs each")
+    sent = sent[1:]  # the decoder knows the table: a batch after the first
+    lengths = np.array([len(m) for m in sent], dtype=np.int64)
+    taken = Taken(b"".join(sent), np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64), lengths,
+                  [len(sent)], [2], [3])
+    sub.discard()
+    columns = time.perf_counter()
+    columnar.fold(taken, decoder, {"public.t": sub}, 0)
+    done = time.perf_counter()
+    print(f"{args.changes:,} changes a message at a time: decoding {1e6 * (decoded - began) / args.changes:.2f} µs "
+          f"each, folding per key {1e6 * (folded - folding) / args.changes:.2f} µs each; a column at a time, both "
+          f"with the values converted for the store: {1e6 * (done - columns) / args.changes:.2f} µs each")
 
 
 if __name__ == "__main__":

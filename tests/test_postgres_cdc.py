@@ -245,6 +245,60 @@ def test_every_type_reads_back_as_postgres_holds_it(session, scheduler, upstream
     assert [as_postgres_text(row) for row in got] == expected
 
 
+def test_real_messages_of_every_type_fold_alike_a_column_and_a_message_at_a_time(upstream):
+    """Postgres's own pgoutput messages for every type (copies of the typed rows, a key moved by an update, an
+    update, a deletion), peeked from a slot: the batch folded a column at a time (columnar.py) holds exactly the
+    values the message-at-a-time path (pgoutput.Decoder, Subsource.stage) gives."""
+    import struct
+    import types
+
+    import numpy as np
+
+    from icesink.engine.ingest import columnar
+    from icesink.engine.ingest.pgoutput import Decoder
+    from icesink.engine.ingest.schema import UpstreamTypes, relation_types
+    from icesink.engine.ingest.stream import Taken
+    from icesink.engine.ingest.subsource import GONE, Subsource
+    from icesink.model.types import Column
+
+    with upstream.admin("shop") as admin:
+        admin.execute(TYPES)
+        admin.execute("SELECT pg_create_logical_replication_slot('probe', 'pgoutput')")
+        admin.execute("SET synchronous_commit = on")  # a peek decodes the WAL flushed so far
+        others = COLUMNS.split(", ", 1)[1]
+        for target, source in ((3, 1), (5, 4), (6, 2), (8, 1)):
+            admin.execute(f"INSERT INTO typed SELECT {target}, {others} FROM typed WHERE id = {source}")
+        admin.execute("UPDATE typed SET id = 7 WHERE id = 3")
+        admin.execute("UPDATE typed SET t = 'changed', arr = '{4}' WHERE id = 1")
+        admin.execute("DELETE FROM typed WHERE id IN (2, 8)")
+        admin.execute("SET TimeZone = 'UTC'; SET DateStyle = 'ISO'; SET IntervalStyle = 'postgres'")
+        messages = [bytes(m) for (m,) in admin.execute(
+            "SELECT data FROM pg_logical_slot_peek_binary_changes('probe', NULL, NULL, 'proto_version', '1', "
+            "'publication_names', 'icesink')")]
+        admin.execute("SELECT pg_drop_replication_slot('probe')")
+        lengths = np.array([len(m) for m in messages], dtype=np.int64)
+        commits = [i + 1 for i, m in enumerate(messages) if m[:1] == b"C"]
+        taken = Taken(b"".join(messages), np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64), lengths,
+                      commits, [struct.unpack_from(">q", messages[i - 1], 10)[0] for i in commits], [0] * len(commits))
+        decoder = Decoder()
+        transactions = taken.decode(decoder)
+        relation = next(r for r in decoder.relations.values() if r.name == "typed")
+        typed = relation_types(relation, UpstreamTypes(admin))
+    columns = tuple(Column(name, typed[name], name != "id") for name in relation.columns)
+    sub = Subsource(types.SimpleNamespace(id="typed", descriptor=types.SimpleNamespace(columns=columns,
+                                                                                        primary_key=("id",))))
+    sub.bind(relation, {})
+    for transaction in transactions:
+        for change in transaction.changes:
+            sub.stage(None, change)
+    expected_gone = sorted(k for k, v in sub.pending.items() if v is GONE)
+    expected_rows = [tuple(sub.pending[k]) for k in sorted(k for k, v in sub.pending.items() if v is not GONE)]
+    folded = columnar.fold(taken, decoder, {"public.typed": sub}, 0)["public.typed"]
+    assert expected_gone == [(2,), (3,), (8,)] and [row[0] for row in expected_rows] == [1, 5, 6, 7]
+    assert folded.deleted == expected_gone
+    assert folded.rows == expected_rows
+
+
 def as_postgres_text(row) -> tuple:
     """What psql would print for each value DuckDB read (timestamps in UTC)."""
     import datetime as dt

@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.json as pjson
 import pyarrow.parquet as pq
@@ -95,48 +96,88 @@ def _pending(table_id: str, qualified: bool = True) -> str:
 
 
 class SegmentLog:
-    """The tables this store connection replicates into, and the segments their changes go to."""
+    """The tables this store connection replicates into, and the segments their changes go to.
+
+    Triggers log a change's old row (-1) and its new row (+1). A writer that holds its new rows as Arrow already (a
+    batch folded a column at a time) hands them over with `add_new` instead: the triggers then log old rows only, and
+    the segment holds them first, then the new rows. Each key's old row still comes before its new one, which is
+    all a reader of a segment relies on (a batch changes a key once)."""
 
     def __init__(self, store):
         self.store = store
         self.tables: dict[str, tuple[Column, ...]] = {}
+        self._logs_new: dict[str, bool] = {}  # by table: whether its triggers log new rows
+        self._new: dict[str, list[pa.RecordBatch]] = {}  # by table: new rows handed over in this transaction
 
     def follow(self, table_id: str, columns) -> None:
         """From now on, this connection's changes to the table's rows are logged as segments. Called outside a
         transaction that changed them, and again when the table gains columns."""
-        from .tables import quote, storage_name
+        from .tables import quote
 
-        db, table = self.store.db, quote(storage_name(table_id))
+        db = self.store.db
         for event in ("insert", "delete", "update"):  # the persistent log of an older icesink, or of its creation
             db.execute(f"DROP TRIGGER IF EXISTS main.{quote(f'log_{table_id}_{event}')}")
             db.execute(f"DROP TRIGGER IF EXISTS temp.{quote(f'segment_{table_id}_{event}')}")
         db.execute(f"DROP TABLE IF EXISTS {_pending(table_id)}")
         db.execute(f"CREATE TABLE {_pending(table_id)} (diff, {', '.join(quote(c.name) for c in columns)})")
-        names = ", ".join(quote(c.name) for c in columns)
-
-        def entry(diff: int, row: str) -> str:
-            values = ", ".join(f"{row}.{quote(c.name)}" for c in columns)
-            return f"INSERT INTO {_pending(table_id, qualified=False)} (diff, {names}) VALUES ({diff}, {values});"
-        for event, body in (("INSERT", entry(1, "NEW")), ("DELETE", entry(-1, "OLD")),
-                            ("UPDATE", entry(-1, "OLD") + entry(1, "NEW"))):
-            trigger = quote(f"segment_{table_id}_{event.lower()}")
-            db.execute(f"CREATE TEMP TRIGGER {trigger} AFTER {event} ON main.{table} BEGIN {body} END")
         self.tables[table_id] = tuple(columns)
+        self._logs_new.pop(table_id, None)
+        self.log_new_rows(table_id, True)
         recorded = {path for (path,) in db.execute("SELECT path FROM segments WHERE table_id = ?", (table_id,))}
         for path in segments_dir(self.store.data_dir, table_id).glob("*.parquet"):
             if str(path.relative_to(self.store.data_dir)) not in recorded:  # written by a transaction rolled back
                 path.unlink(missing_ok=True)
 
+    def log_new_rows(self, table_id: str, logged: bool) -> None:
+        """Whether the triggers log the table's new rows (else `add_new` hands them over)."""
+        from .tables import quote, storage_name
+
+        if self._logs_new.get(table_id) == logged:
+            return
+        db, table, columns = self.store.db, quote(storage_name(table_id)), self.tables[table_id]
+        names = ", ".join(quote(c.name) for c in columns)
+
+        def entry(diff: int, row: str) -> str:
+            values = ", ".join(f"{row}.{quote(c.name)}" for c in columns)
+            return f"INSERT INTO {_pending(table_id, qualified=False)} (diff, {names}) VALUES ({diff}, {values});"
+        for event, body in (("INSERT", entry(1, "NEW") if logged else ""), ("DELETE", entry(-1, "OLD")),
+                            ("UPDATE", entry(-1, "OLD") + (entry(1, "NEW") if logged else ""))):
+            trigger = quote(f"segment_{table_id}_{event.lower()}")
+            db.execute(f"DROP TRIGGER IF EXISTS temp.{trigger}")
+            if body:
+                db.execute(f"CREATE TEMP TRIGGER {trigger} AFTER {event} ON main.{table} BEGIN {body} END")
+        self._logs_new[table_id] = logged
+
+    def add_new(self, table_id: str, columns: list[list]) -> None:
+        """New rows of the table written in this transaction (a list of values per column, as the store keeps
+        them) while its triggers log old rows only."""
+        from .tables import _affinity
+
+        schema = stored_schema(self.tables[table_id], _affinity)
+        count = len(columns[0]) if columns else 0
+        if count:
+            arrays = [pa.array(np.ones(count, dtype=np.int32))] + \
+                [pa.array(values, type=field.type) for values, field in zip(columns, list(schema)[1:])]
+            self._new.setdefault(table_id, []).append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+
+    def discard(self) -> None:
+        """The transaction rolled back: the new rows handed over go with it, and so may the triggers' changes."""
+        self._new, self._logs_new = {}, {}
+
     def seal(self) -> None:
         """Inside the transaction, before it commits: each followed table's changes become its next segment."""
-        for table_id, columns in self.tables.items():
-            self._seal(table_id, columns)
+        try:
+            for table_id, columns in self.tables.items():
+                self._seal(table_id, columns)
+        finally:
+            self._new = {}
 
     def _seal(self, table_id: str, columns) -> None:
         from .tables import NOW_MS, _affinity
 
         db = self.store.db
-        if db.execute(f"SELECT 1 FROM {_pending(table_id)} LIMIT 1").fetchone() is None:
+        new = self._new.get(table_id, [])
+        if not new and db.execute(f"SELECT 1 FROM {_pending(table_id)} LIMIT 1").fetchone() is None:
             return
         after = self.store.next_offset()
         directory = segments_dir(self.store.data_dir, table_id)
@@ -145,6 +186,9 @@ class SegmentLog:
         schema, count = stored_schema(columns, _affinity), 0
         with pq.ParquetWriter(path, schema, **WRITE_OPTIONS) as writer:
             for batch in _batches(db, f"SELECT * FROM {_pending(table_id)} ORDER BY rowid", schema):
+                writer.write_batch(batch)
+                count += batch.num_rows
+            for batch in new:
                 writer.write_batch(batch)
                 count += batch.num_rows
         _durable(path)

@@ -198,7 +198,12 @@ def _column(batch: pa.RecordBatch, column: Column) -> pa.Array:
 
 def stored_rows(batch: pa.RecordBatch, columns: list[Column]) -> list[tuple]:
     """A base batch as rows of the values icesink's store keeps."""
-    return list(zip(*(_stored(c.type)(_column(batch, c)) for c in columns)))
+    return list(zip(*stored_columns(batch, columns)))
+
+
+def stored_columns(batch: pa.RecordBatch, columns: list[Column]) -> list[list]:
+    """A base batch as a list per column of the values icesink's store keeps."""
+    return [_stored(c.type)(_column(batch, c)) for c in columns]
 
 
 def spark_arrays(batch: pa.RecordBatch, columns: list[Column], types: list[pa.DataType]) -> list[pa.Array]:

@@ -31,9 +31,12 @@ from ...errors import first_line
 from ..failures import NeedsAction
 from ..faults import crash_point
 from .. import segments
-from ..tables import TableStore, base_dir
+from ..tables import Checkpoints, TableStore, base_dir
 from .copy import SESSION, CopyRefused, base_batches, stored_rows, write_base
 from .parallel_copy import PAGES_PER_RANGE, PARALLEL_PAGES, Cancelled, copy_on_executors, page_ranges, range_query
+from . import columnar
+from .ahead import Ahead
+from .columnar import NotColumnar
 from .pgoutput import Relation, Transaction, lsn_int, lsn_text
 from .schema import SchemaChanged, UpstreamTypes, matched_by_key, reconcile, relation_types, table_types
 from .stream import SlotStream, StreamFailed
@@ -148,12 +151,14 @@ class PostgresIngestion:
         store = TableStore(self.catalog.data_dir, writer=True)
         # a long statement on another engine table holds the store for a while: the upstream keeps the changes meanwhile
         store.db.execute(f"PRAGMA busy_timeout = {STORE_WAIT_SECONDS * 1000}")
+        self.checkpoints = Checkpoints(store)
         try:
             self._follow(store, on_running)
         except psycopg.OperationalError as exc:  # the server went away, restarted or cut the connection
             raise self.connector.invalid(f"the connection to {self.connector.address} was lost: "
                                          f"{first_line(exc)}") from None
         finally:
+            self.checkpoints.close()
             store.close()
 
     def _follow(self, store: TableStore, on_running) -> None:
@@ -177,14 +182,18 @@ class PostgresIngestion:
                 SlotStream(self.connector, self.slot, publication, self.lsn, self.stopping, STREAM_BYTES) as stream:
             self.upstream, self.types = upstream, UpstreamTypes(upstream)
             announced, pruned = False, 0.0
-            while not self.stopping.is_set():
-                self._pump(store, stream)
-                if not announced:
-                    on_running({"lsn": lsn_text(self.lsn), "slot": self.slot})
-                    announced = True
-                if time.monotonic() - pruned >= PRUNE_SECONDS:
-                    self._prune(store)
-                    pruned = time.monotonic()
+            batches = Ahead(lambda: self._next_batch(stream), f"source {self.source.name} batches")
+            try:
+                while not self.stopping.is_set():
+                    self._pump(store, stream, batches)
+                    if not announced:
+                        on_running({"lsn": lsn_text(self.lsn), "slot": self.slot})
+                        announced = True
+                    if time.monotonic() - pruned >= PRUNE_SECONDS:
+                        self._prune(store)
+                        pruned = time.monotonic()
+            finally:
+                batches.close()
 
     def stop(self) -> None:
         self.stopping.set()
@@ -341,7 +350,9 @@ class PostgresIngestion:
                         raise Stopped(f"source '{self.source.name}': stopped while loading "
                                       f"{sub.obj.descriptor.upstream}")
                     loaded += batch.num_rows
+                    self.checkpoints.settle()
                     store.load_base(sub.obj.id, sub.columns, stored_rows(batch, sub.columns), loaded)
+                    self.checkpoints.request()
                     crash_point("source-loading")
                 position += rows
             if loaded != base.rows:  # a file lost rows since the copy was recorded (a crash of the machine)
@@ -353,18 +364,61 @@ class PostgresIngestion:
                      sub.obj.descriptor.upstream)
 
     # ------------------------------------------------------------ the change stream
-    def _pump(self, store: TableStore, stream: SlotStream) -> None:
+    def _next_batch(self, stream: SlotStream):
+        """The next batch of whole transactions, folded a column at a time if it can be (else the reason why not),
+        and what the stream had received by then; made on a thread of its own while the batch before is written."""
+        taken = stream.take(CHANGES_PER_BATCH, IDLE_SECONDS)
+        try:
+            folded = columnar.fold(taken, stream.decoder, self.subsources, self.lsn)
+        except NotColumnar as why:
+            folded = why
+        return taken, folded, stream.received()
+
+    def _pump(self, store: TableStore, stream: SlotStream, batches: Ahead) -> None:
         """Applies the next batch of whole transactions, then confirms them to the slot."""
         known = lsn_int(self.upstream.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
         try:
-            transactions = stream.take(CHANGES_PER_BATCH, IDLE_SECONDS)
+            made = batches.next(self.stopping)
         except Exception as exc:
             raise self._stream_failed(exc) from None
+        if made is None:
+            return
+        taken, folded, (messages, size, caught_up) = made
+        if not isinstance(folded, NotColumnar) and any(  # the batch before described a table anew
+                self.subsources[name].relation is not changes.relation for name, changes in folded.items()):
+            folded = NotColumnar("a table was described anew while the batch was folded")
+        changed = None
+        self.checkpoints.settle()
+        if isinstance(folded, NotColumnar):
+            log.debug("source %s: a batch decoded a message at a time: %s", self.source.name, folded)
+            changed = self._apply_each(store, taken.decode(stream.decoder))
+        elif taken.end_lsn is not None and taken.end_lsn > self.lsn:  # else applied before a crash
+            with store.transaction() as db:
+                for name, changes in folded.items():
+                    self.subsources[name].write(db, changes, store.segments)
+                db.execute("UPDATE source_progress SET lsn = ? WHERE source_id = ?", (taken.end_lsn, self.source.id))
+            self.lsn = taken.end_lsn
+        done = self.lsn if changed else taken.end_lsn  # never below the slot's
+        if done:
+            self.checkpoints.request()
+            stream.confirm(done)
+        # every transaction up to `caught_up` is applied, and nothing after it up to `known` is published
+        self._count(messages_staged=messages, bytes_staged=size, offset_known=known,
+                    offset_committed=max(self.lsn, min(known, caught_up)))
+        if changed:
+            raise changed
+
+    def _apply_each(self, store: TableStore, transactions: list[Transaction]) -> SchemaChanged | None:
+        """Applies transactions decoded a message at a time; returns the schema change that stopped them short (the
+        transactions before it are applied)."""
         fresh = [t for t in transactions if t.end_lsn > self.lsn]  # applied before a crash: skipped
-        changed, end = None, len(fresh)
+        end = len(fresh)
+        changed = None
         while end:
             try:
                 with store.transaction() as db:
+                    for sub in self.subsources.values():  # the triggers log every entry
+                        store.segments.log_new_rows(sub.obj.id, True)
                     self._apply(db, fresh[:end])
                     db.execute("UPDATE source_progress SET lsn = ? WHERE source_id = ?",
                                 (fresh[end - 1].end_lsn, self.source.id))
@@ -375,15 +429,7 @@ class PostgresIngestion:
                 continue
             self.lsn = fresh[end - 1].end_lsn
             break
-        done = self.lsn if changed else transactions[-1].end_lsn if transactions else None  # never below the slot's
-        if done:
-            stream.confirm(done)
-        messages, size, caught_up = stream.received()
-        # every transaction up to `caught_up` is applied, and nothing after it up to `known` is published
-        self._count(messages_staged=messages, bytes_staged=size, offset_known=known,
-                    offset_committed=max(self.lsn, min(known, caught_up)))
-        if changed:
-            raise changed
+        return changed
 
     def _stream_failed(self, exc: Exception) -> Exception:
         """What stopped the slot's reader, said for the user: the login or the connection (retried), a missing

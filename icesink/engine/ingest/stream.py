@@ -1,19 +1,25 @@
 """A source's replication slot as a stream of whole transactions, read by a process of its own (slot_reader.py):
 Postgres decodes its WAL, and the reader takes it off the socket, while the replication applies the batch before.
 With pg_logical_slot_peek_binary_changes, which reads from the slot's confirmed position each time, the next batch
-could only be read once this one was applied. Messages are decoded here, by the thread that applies them."""
+could only be read once this one was applied. A take hands over whole transactions as frames, undecoded: the
+replication decodes them a batch at a time (columnar.py), or one message at a time where a batch needs it
+(pgoutput.Decoder)."""
 from __future__ import annotations
 
 import collections
 import json
 import os
+import struct
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from .pgoutput import Decoder, Transaction
+import numpy as np
+
+from .pgoutput import BEGIN, COMMIT, Decoder, Transaction
 from .slot_reader import LENGTH, LSN, CAUGHT_UP, FAILED
 
 CHUNK = 1 << 20
@@ -28,6 +34,39 @@ class StreamFailed(Exception):
         self.stage, self.code, self.lost = stage, code, lost
 
 
+_ROWS = frozenset(b"IUD")
+_COMMIT = struct.Struct(">bqqq")
+
+
+@dataclass
+class Taken:
+    """Whole transactions as the slot sent them: message i is data[starts[i]:starts[i] + lengths[i]]; transaction
+    k is messages ends[k - 1] (0 for the first) up to ends[k], and its commit ends at end_lsns[k]."""
+    data: bytes
+    starts: np.ndarray
+    lengths: np.ndarray
+    ends: list[int]
+    end_lsns: list[int]
+    commit_ts: list[int]
+
+    @property
+    def end_lsn(self) -> int | None:
+        return self.end_lsns[-1] if self.end_lsns else None
+
+    def message(self, index: int) -> bytes:
+        start = int(self.starts[index])
+        return self.data[start:start + int(self.lengths[index])]
+
+    def decode(self, decoder: Decoder) -> list[Transaction]:
+        """The transactions decoded a message at a time."""
+        found = []
+        for index in range(len(self.starts)):
+            transaction = decoder.feed(self.message(index))
+            if transaction is not None:
+                found.append(transaction)
+        return found
+
+
 class SlotStream:
     """The slot's transactions, in commit order, from `start` on. About `bound` bytes of messages are held in this
     process and as many in the reader's, so memory stays flat however far behind the replication is."""
@@ -39,8 +78,10 @@ class SlotStream:
         self.decoder = Decoder()
         self._chunks: collections.deque[bytes] = collections.deque()
         self._held = 0  # bytes in `_chunks`
-        self._rest = b""  # what the last take did not decode: part of a frame, or frames past its limit
-        self._more = False  # `_rest` holds whole frames
+        self._rest = b""  # what the last take did not hand over: from the open transaction's first frame on
+        self._scanned = 0  # how far into `_rest` frames were read (those of the open transaction)
+        self._open: tuple[list[int], list[int]] = ([], [])  # the open transaction's frames so far: starts, lengths
+        self._more = False  # `_rest` holds whole transactions
         self._ready = threading.Condition()
         self._ended = False
         self._failure: StreamFailed | None = None
@@ -83,7 +124,7 @@ class SlotStream:
         except OSError:  # the reader has ended: its failure is what the next take raises
             pass
 
-    def take(self, limit: int, wait: float) -> list[Transaction]:
+    def take(self, limit: int, wait: float) -> Taken:
         """Whole transactions of up to `limit` changes (one transaction may pass it), waiting up to `wait` seconds
         for the first message; raises what stopped the reader once what it read before is taken."""
         deadline = time.monotonic() + wait
@@ -97,35 +138,53 @@ class SlotStream:
             self._chunks.clear()
             self._held = 0
             self._ready.notify_all()
-        taken, changes, at = [], 0, 0
-        feed, unpack = self.decoder.feed, LENGTH.unpack_from
-        while len(data) - at >= 4 and changes < limit:
+        starts, lengths = self._open
+        ends, end_lsns, commit_ts = [], [], []
+        changes, pending, at = 0, 0, self._scanned
+        unpack, size = LENGTH.unpack_from, len(data)
+        while size - at >= 4 and changes < limit:
             length = unpack(data, at)[0]
             if length == CAUGHT_UP:
-                if len(data) - at < 12:
+                if size - at < 12:
                     break
                 self._caught_up = LSN.unpack_from(data, at + 4)[0]
                 at += 12
                 continue
             if length == FAILED:  # the last frame
-                size = LENGTH.unpack_from(data, at + 4)[0] if len(data) - at >= 8 else len(data)
-                if len(data) - at - 8 >= size:
-                    self._failure = StreamFailed(**json.loads(data[at + 8:at + 8 + size]))
-                    at = len(data)
+                framed = LENGTH.unpack_from(data, at + 4)[0] if size - at >= 8 else size
+                if size - at - 8 >= framed:
+                    self._failure = StreamFailed(**json.loads(data[at + 8:at + 8 + framed]))
+                    at = size
                 break
-            if len(data) - at - 4 < length:
+            if size - at - 4 < length:
                 break
-            transaction = feed(data[at + 4:at + 4 + length])
+            kind = data[at + 4]
+            starts.append(at + 4)
+            lengths.append(length)
             self._messages += 1
             self._bytes += length
             at += 4 + length
-            if transaction is not None:
-                taken.append(transaction)
-                changes += len(transaction.changes)
-        self._rest, self._more = data[at:], changes >= limit
-        if not taken and self._failure is not None and not self._rest:
+            if kind in _ROWS:
+                pending += 1
+            elif kind == COMMIT:
+                _flags, _lsn, end_lsn, ts = _COMMIT.unpack_from(data, at - length + 1)
+                ends.append(len(starts))
+                end_lsns.append(end_lsn)
+                commit_ts.append(ts)
+                changes, pending = changes + pending, 0
+            elif kind == BEGIN:
+                pending = 0
+        whole = ends[-1] if ends else 0
+        taken = Taken(data, np.array(starts[:whole], dtype=np.int64), np.array(lengths[:whole], dtype=np.int64),
+                      ends, end_lsns, commit_ts)
+        cut = starts[whole] - 4 if len(starts) > whole else at  # kept: the open transaction's frames, and the rest
+        self._rest = data[cut:]
+        self._scanned = at - cut
+        self._open = ([start - cut for start in starts[whole:]], lengths[whole:])
+        self._more = changes >= limit
+        if not ends and self._failure is not None:  # what came before it was taken
             raise self._failure
-        if not taken and self._ended and self._failure is None and not self.stopping.is_set():
+        if not ends and self._ended and self._failure is None and not self.stopping.is_set():
             try:
                 code = self._process.wait(timeout=1)
             except subprocess.TimeoutExpired:
