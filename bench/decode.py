@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from icesink.engine.ingest import columnar  # noqa: E402
-from icesink.engine.ingest.pgoutput import Decoder  # noqa: E402
+from icesink.engine.ingest.pgoutput import UNCHANGED, Decoder  # noqa: E402
 from icesink.engine.ingest.stream import Taken  # noqa: E402
 from icesink.engine.ingest.subsource import Subsource  # noqa: E402
 from icesink.model.types import Column  # noqa: E402
@@ -36,11 +36,14 @@ TYPES = (20, 23, 25, 1184)
 TS = "2026-11-23 11:55:01.123456+00"
 
 
-def _tuple(values) -> bytes:
+def tuple_data(values) -> bytes:
+    """pgoutput's TupleData of text values (None: NULL; pgoutput.UNCHANGED: an unchanged TOASTed value)."""
     out = struct.pack(">h", len(values))
     for value in values:
         if value is None:
             out += b"n"
+        elif value is UNCHANGED:
+            out += b"u"
         else:
             data = value.encode()
             out += b"t" + struct.pack(">i", len(data)) + data
@@ -60,11 +63,11 @@ def row_messages(rng: random.Random, count: int, rows: int, first_new: int) -> l
     for n in range(count):
         roll, key = rng.random(), str(rng.randrange(rows))
         if roll < 0.5:
-            found.append(b"U" + head + b"N" + _tuple([key, "1", f"row {key}", TS]))
+            found.append(b"U" + head + b"N" + tuple_data([key, "1", f"row {key}", TS]))
         elif roll < 0.75:
-            found.append(b"D" + head + b"K" + _tuple([key, None, None, None]))
+            found.append(b"D" + head + b"K" + tuple_data([key, None, None, None]))
         else:
-            found.append(b"I" + head + b"N" + _tuple([str(first_new + n), "0", "new", TS]))
+            found.append(b"I" + head + b"N" + tuple_data([str(first_new + n), "0", "new", TS]))
     return found + [b"C" + struct.pack(">bqqq", 0, 1, 2, 3)]
 
 

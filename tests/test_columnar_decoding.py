@@ -12,31 +12,15 @@ import types
 import numpy as np
 import pytest
 
+from bench.decode import tuple_data
 from icesink.engine.ingest import columnar
 from icesink.engine.ingest.columnar import NotColumnar
-from icesink.engine.ingest.pgoutput import Decoder
+from icesink.engine.ingest.pgoutput import UNCHANGED, Decoder
 from icesink.engine.ingest.stream import Taken
 from icesink.engine.ingest.subsource import GONE, Subsource
 from icesink.model.types import Column
 
 TS = "2026-11-23 11:55:01.5+00"
-
-
-def _tuple(values) -> bytes:
-    out = struct.pack(">h", len(values))
-    for value in values:
-        if value is None:
-            out += b"n"
-        elif value is Unchanged:
-            out += b"u"
-        else:
-            data = value.encode()
-            out += b"t" + struct.pack(">i", len(data)) + data
-    return out
-
-
-class Unchanged:
-    """An unchanged TOASTed value in a generated tuple."""
 
 
 def _relation(oid: int, name: str, columns, key: tuple[str, ...], identity: str = "d") -> bytes:
@@ -103,38 +87,38 @@ def _random_batch(rng: random.Random, transactions: int) -> list[tuple[int, list
                 row = [str(key), rng.choice([None, str(rng.randrange(-5, 5))]), rng.choice([None, "", "é 'x'\t"]),
                        rng.choice([None, TS])]
                 if key not in orders:
-                    body.append(b"I" + head[ORDERS_OID] + b"N" + _tuple(row))
+                    body.append(b"I" + head[ORDERS_OID] + b"N" + tuple_data(row))
                     orders.add(key)
                 elif rng.random() < 0.3:  # the key changes: the old key comes first
                     moved = rng.randrange(30, 60)
                     if moved in orders:
                         continue
                     row[0] = str(moved)
-                    body.append(b"U" + head[ORDERS_OID] + b"K" + _tuple([str(key), None, None, None]) + b"N" +
-                                _tuple(row))
+                    body.append(b"U" + head[ORDERS_OID] + b"K" + tuple_data([str(key), None, None, None]) + b"N" +
+                                tuple_data(row))
                     orders.discard(key)
                     orders.add(moved)
                 else:
-                    body.append(b"U" + head[ORDERS_OID] + b"N" + _tuple(row))
+                    body.append(b"U" + head[ORDERS_OID] + b"N" + tuple_data(row))
             elif roll < 0.7 and orders:
                 key = rng.choice(sorted(orders))
-                body.append(b"D" + head[ORDERS_OID] + b"K" + _tuple([str(key), None, None, None]))
+                body.append(b"D" + head[ORDERS_OID] + b"K" + tuple_data([str(key), None, None, None]))
                 orders.discard(key)
             elif roll < 0.9:  # REPLICA IDENTITY FULL: updates and deletions carry the whole old row
                 key = (rng.choice("abc"), rng.randrange(6))
                 value = rng.choice([None, "1.5", "-0", "-Infinity", "1e300"])
                 old = [key[0], str(key[1]), "2.25"]
                 if key not in pairs:
-                    body.append(b"I" + head[PAIRS_OID] + b"N" + _tuple([key[0], str(key[1]), value]))
+                    body.append(b"I" + head[PAIRS_OID] + b"N" + tuple_data([key[0], str(key[1]), value]))
                     pairs.add(key)
                 elif rng.random() < 0.5:
-                    body.append(b"U" + head[PAIRS_OID] + b"O" + _tuple(old) + b"N" +
-                                _tuple([key[0], str(key[1]), value]))
+                    body.append(b"U" + head[PAIRS_OID] + b"O" + tuple_data(old) + b"N" +
+                                tuple_data([key[0], str(key[1]), value]))
                 else:
-                    body.append(b"D" + head[PAIRS_OID] + b"O" + _tuple(old))
+                    body.append(b"D" + head[PAIRS_OID] + b"O" + tuple_data(old))
                     pairs.discard(key)
             else:  # a table the source does not replicate
-                body.append(b"I" + head[OTHER_OID] + b"N" + _tuple([str(rng.randrange(100))]))
+                body.append(b"I" + head[OTHER_OID] + b"N" + tuple_data([str(rng.randrange(100))]))
         lsn += rng.randrange(1, 100)
         found.append((lsn, body))
     return found
@@ -178,7 +162,7 @@ def test_a_batch_folded_a_column_at_a_time_equals_the_batch_folded_a_change_at_a
 def test_a_batch_the_columns_cannot_take_is_refused_before_anything_is_applied():
     decoder, subs = _described()
     head = struct.pack(">I", ORDERS_OID)
-    toasted = _taken([(10, [b"U" + head + b"N" + _tuple(["1", "2", Unchanged, None])])])
+    toasted = _taken([(10, [b"U" + head + b"N" + tuple_data(["1", "2", UNCHANGED, None])])])
     with pytest.raises(NotColumnar, match="unchanged TOASTed"):
         columnar.fold(toasted, decoder, subs, 0)
     truncated = _taken([(10, [b"T" + struct.pack(">IbI", 1, 0, ORDERS_OID)])])
@@ -186,10 +170,10 @@ def test_a_batch_the_columns_cannot_take_is_refused_before_anything_is_applied()
         columnar.fold(truncated, decoder, subs, 0)
     widened = _relation(ORDERS_OID, "orders", [("id", 20), ("qty", 23), ("note", 25), ("at", 1184), ("x", 23)],
                         ("id",))
-    described = _taken([(10, [widened, b"I" + head + b"N" + _tuple(["1", "2", "3", None, "5"])])])
+    described = _taken([(10, [widened, b"I" + head + b"N" + tuple_data(["1", "2", "3", None, "5"])])])
     with pytest.raises(NotColumnar, match="described anew"):
         columnar.fold(described, decoder, subs, 0)
     assert decoder.relations[ORDERS_OID] is subs["public.orders"].relation  # the decoder learnt nothing yet
     same = _relation(ORDERS_OID, "orders", [("id", 20), ("qty", 23), ("note", 25), ("at", 1184)], ("id",))
-    again = columnar.fold(_taken([(10, [same, b"I" + head + b"N" + _tuple(["1", "2", "3", None])])]), decoder, subs, 0)
+    again = columnar.fold(_taken([(10, [same, b"I" + head + b"N" + tuple_data(["1", "2", "3", None])])]), decoder, subs, 0)
     assert again["public.orders"].rows == [(1, 2, "3", None)]  # described again as it was: taken whole
