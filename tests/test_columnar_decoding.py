@@ -177,3 +177,63 @@ def test_a_batch_the_columns_cannot_take_is_refused_before_anything_is_applied()
     same = _relation(ORDERS_OID, "orders", [("id", 20), ("qty", 23), ("note", 25), ("at", 1184)], ("id",))
     again = columnar.fold(_taken([(10, [same, b"I" + head + b"N" + tuple_data(["1", "2", "3", None])])]), decoder, subs, 0)
     assert again["public.orders"].rows == [(1, 2, "3", None)]  # described again as it was: taken whole
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_batch_written_a_column_at_a_time_leaves_the_rows_and_segment_the_old_way_leaves(tmp_path, seed):
+    """Into a real store: the rows, and the segment's entries (old rows -1, new rows +1), whichever way a batch
+    goes, including keys deleted and inserted again and rows moved to other keys."""
+    from collections import Counter
+
+    import pyarrow.parquet as pq
+
+    from icesink.engine.segments import segments
+    from icesink.engine.tables import TableStore
+
+    batch = _random_batch(random.Random(seed), 30)
+    found = {}
+    for way in ("columns", "messages"):
+        (tmp_path / way).mkdir()
+        store = TableStore(tmp_path / way, writer=True)
+        decoder, subs = _described()
+        for sub, key, rows in ((subs["public.orders"], ("id",), [(k, 1, "x", None) for k in range(20)]),
+                               (subs["public.pairs"], ("region", "n"), [(r, n, 0.5) for r in "ab" for n in range(5)])):
+            store.create(sub.obj.id, sub.columns, key)
+            store.load_base(sub.obj.id, sub.columns, rows, len(rows))
+            store.segments.follow(sub.obj.id, sub.columns)
+        taken = _taken(batch)
+        with store.transaction() as db:
+            if way == "columns":
+                for name, changes in columnar.fold(taken, decoder, subs, 0).items():
+                    subs[name].write(db, changes, store.segments)
+            else:
+                for sub in subs.values():
+                    store.segments.log_new_rows(sub.obj.id, True)
+                for transaction in taken.decode(decoder):
+                    for change in transaction.changes:
+                        if change.relation.qualified in subs:
+                            subs[change.relation.qualified].stage(db, change)
+                for sub in subs.values():
+                    sub.flush(db)
+        found[way] = {sub.obj.id: (store.query(f'SELECT * FROM "t_{sub.obj.id}" ORDER BY 1, 2')[1],
+                                   Counter(tuple(r.values()) for _, _, _, path in segments(store, sub.obj.id, 0, 10**9)
+                                           for r in pq.read_table(path).to_pylist()))
+                      for sub in subs.values()}
+        store.close()
+    assert found["columns"] == found["messages"]
+    assert any(entries for _, entries in found["columns"].values())
+
+
+def test_tables_the_columns_cannot_take_whole_go_a_message_at_a_time():
+    decoder, subs = _described()
+    keys_only = (Column("a", "integer", False), Column("b", "text", False))
+    decoder.feed(_relation(16500, "tags", [("a", 23), ("b", 25)], ("a", "b")))
+    subs["public.tags"] = _subsource("g", keys_only, ("a", "b"), decoder.relations[16500])
+    inserted = _taken([(10, [b"I" + struct.pack(">I", 16500) + b"N" + tuple_data(["1", "x"])])])
+    with pytest.raises(NotColumnar, match="nothing but a key"):  # an existing row written again logs no old row
+        columnar.fold(inserted, decoder, subs, 0)
+    renamed = _relation(ORDERS_OID, "orders_old", [("id", 20), ("qty", 23), ("note", 25), ("at", 1184)], ("id",))
+    head = struct.pack(">I", ORDERS_OID)
+    with pytest.raises(NotColumnar, match="described anew"):  # the same columns under another name
+        columnar.fold(_taken([(10, [renamed, b"I" + head + b"N" + tuple_data(["1", "2", "3", None])])]), decoder,
+                      subs, 0)

@@ -56,9 +56,7 @@ def fold(taken, decoder: Decoder, subsources: dict[str, object], after: int) -> 
     subsource's copy holds (transactions ending at or before its `copied_at`). Raises NotColumnar, having changed
     nothing, for a batch that must be decoded a message at a time."""
     for oid, fresh in relations_in(taken).items():
-        known = decoder.relations.get(oid)
-        if known is None or (known.columns, known.types, known.key_columns) != \
-                (fresh.columns, fresh.types, fresh.key_columns):
+        if decoder.relations.get(oid) != fresh:  # new, renamed, or with other columns, types, key or identity
             raise NotColumnar(f"table {fresh.qualified} is described anew")
     buffer = np.frombuffer(taken.data, dtype=np.uint8)
     starts = taken.starts
@@ -78,8 +76,10 @@ def fold(taken, decoder: Decoder, subsources: dict[str, object], after: int) -> 
         sub = subsources.get(relation.qualified)
         if sub is None:
             continue
-        if sub.relation is not relation or not sub.key:
-            raise NotColumnar(f"table {relation.qualified} is not bound yet, or has no key")
+        if sub.relation is not relation or not sub.key or len(sub.key) == len(sub.columns):
+            # a table of key columns alone writes an existing row again without a trigger's old row: the segment
+            # would hold its new row twice
+            raise NotColumnar(f"table {relation.qualified} is not bound yet, has no key, or has nothing but a key")
         if any(c.type not in _KEY_TYPES for c in sub.columns if c.name in sub.key):
             raise NotColumnar(f"table {relation.qualified} has a key whose values compare otherwise than their text")
         mine = rows[(oids == oid) & (end_lsn[rows] > sub.copied_at)]
@@ -184,9 +184,9 @@ def _array(buffer: np.ndarray, column, target: pa.DataType) -> pa.Array:
     offsets = np.zeros(len(length) + 1, dtype=np.int64)
     np.cumsum(length, out=offsets[1:])
     total = int(offsets[-1])
-    data = buffer[np.repeat(start - offsets[:-1], length) + np.arange(total)] if total else np.zeros(0, np.uint8)
     if total >= 2 ** 31:
         raise NotColumnar("a column of over 2 GiB in one batch")
+    data = buffer[np.repeat(start - offsets[:-1], length) + np.arange(total)] if total else np.zeros(0, np.uint8)
     array = pa.Array.from_buffers(pa.string(), len(length), [pa.py_buffer(np.packbits(valid, bitorder="little")),
                                                              pa.py_buffer(offsets.astype(np.int32)),
                                                              pa.py_buffer(data)], null_count=int((~valid).sum()))

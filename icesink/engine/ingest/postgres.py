@@ -372,6 +372,10 @@ class PostgresIngestion:
             folded = columnar.fold(taken, stream.decoder, self.subsources, self.lsn)
         except NotColumnar as why:
             folded = why
+        except Exception as exc:  # a batch too large to gather, a description bound meanwhile: decoded the old way
+            log.warning("source %s: a batch could not be decoded a column at a time (%s: %s); decoded a message "
+                        "at a time", self.source.name, type(exc).__name__, exc)
+            folded = NotColumnar(str(exc))
         return taken, folded, stream.received()
 
     def _pump(self, store: TableStore, stream: SlotStream, batches: Ahead) -> None:

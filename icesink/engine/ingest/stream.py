@@ -78,10 +78,15 @@ class SlotStream:
         self.decoder = Decoder()
         self._chunks: collections.deque[bytes] = collections.deque()
         self._held = 0  # bytes in `_chunks`
-        self._rest = b""  # what the last take did not hand over: from the open transaction's first frame on
-        self._scanned = 0  # how far into `_rest` frames were read (those of the open transaction)
-        self._open: tuple[list[int], list[int]] = ([], [])  # the open transaction's frames so far: starts, lengths
-        self._more = False  # `_rest` holds whole transactions
+        # the open transaction's frames read so far, in parts (each read once however large the transaction), and
+        # their starts and lengths as offsets into the parts joined; then what was not read: a part of a frame, or
+        # frames past the last take's limit
+        self._open_parts: list[bytes] = []
+        self._open_size = 0
+        self._open: tuple[list[int], list[int]] = ([], [])
+        self._open_changes = 0
+        self._tail = b""
+        self._more = False  # `_tail` holds whole transactions
         self._ready = threading.Condition()
         self._ended = False
         self._failure: StreamFailed | None = None
@@ -134,13 +139,14 @@ class SlotStream:
                 if remaining <= 0:
                     break
                 self._ready.wait(remaining)
-            data = self._rest + b"".join(self._chunks)
+            data = self._tail + b"".join(self._chunks)
             self._chunks.clear()
             self._held = 0
             self._ready.notify_all()
+        base = self._open_size  # where `data` begins among the open transaction's bytes
         starts, lengths = self._open
         ends, end_lsns, commit_ts = [], [], []
-        changes, pending, at = 0, 0, self._scanned
+        changes, pending, at, cut = 0, self._open_changes, 0, None
         unpack, size = LENGTH.unpack_from, len(data)
         while size - at >= 4 and changes < limit:
             length = unpack(data, at)[0]
@@ -159,7 +165,7 @@ class SlotStream:
             if size - at - 4 < length:
                 break
             kind = data[at + 4]
-            starts.append(at + 4)
+            starts.append(base + at + 4)
             lengths.append(length)
             self._messages += 1
             self._bytes += length
@@ -171,16 +177,24 @@ class SlotStream:
                 ends.append(len(starts))
                 end_lsns.append(end_lsn)
                 commit_ts.append(ts)
-                changes, pending = changes + pending, 0
+                changes, pending, cut = changes + pending, 0, at
             elif kind == BEGIN:
                 pending = 0
         whole = ends[-1] if ends else 0
-        taken = Taken(data, np.array(starts[:whole], dtype=np.int64), np.array(lengths[:whole], dtype=np.int64),
+        taken = Taken(b"".join(self._open_parts + [data[:cut]]) if ends else b"",
+                      np.array(starts[:whole], dtype=np.int64), np.array(lengths[:whole], dtype=np.int64),
                       ends, end_lsns, commit_ts)
-        cut = starts[whole] - 4 if len(starts) > whole else at  # kept: the open transaction's frames, and the rest
-        self._rest = data[cut:]
-        self._scanned = at - cut
-        self._open = ([start - cut for start in starts[whole:]], lengths[whole:])
+        if not ends and base:  # the open transaction goes on: what was read waits with the rest of it
+            self._open_parts.append(data[:at])
+            self._open_size += at
+        elif len(starts) > whole:  # a transaction began: its frames are kept from its first one on
+            keep = starts[whole] - base - 4
+            self._open_parts, self._open_size = [data[keep:at]], at - keep
+            starts, lengths = [start - base - keep for start in starts[whole:]], lengths[whole:]
+        else:
+            self._open_parts, self._open_size, starts, lengths = [], 0, [], []
+        self._open, self._open_changes = (starts, lengths), pending
+        self._tail = data[at:]
         self._more = changes >= limit
         if not ends and self._failure is not None:  # what came before it was taken
             raise self._failure
@@ -197,7 +211,7 @@ class SlotStream:
         """Messages and bytes taken since the last call, and a WAL end up to which every transaction is taken
         (0: unknown). Called by the thread that takes."""
         messages, size, self._messages, self._bytes = self._messages, self._bytes, 0, 0
-        return messages, size, 0 if self._rest else self._caught_up
+        return messages, size, 0 if self._tail or self._open_size else self._caught_up
 
     def _receive(self) -> None:
         output = self._process.stdout
