@@ -24,6 +24,7 @@ DEFAULT_CONF = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
     "spark.sql.adaptive.enabled": "true",
+    "spark.python.daemon.module": "icesink.engine.spark_daemon",  # workers start with the engine imported (spark_daemon.py)
 }
 
 
