@@ -11,12 +11,13 @@ import pytest
 
 import icesink
 from tests.conftest import kill_serve_repeatedly, rows, serve
-from tests.readers import duckdb_rows, polars_rows, pyiceberg_rows, spark_rows
+from tests.readers import duckdb_rows, polars_rows, pyiceberg_rows
 from tests.runtime import caught_up, iceberg_table, wait_for
 
 pytestmark = pytest.mark.timeout(1200)
-# 4 at the seams (each crash point reached twice, by three sinks), 2 at random moments
-CRASH_POINTS = ["files-written", "committed", None, "files-written", "committed", None]
+# at each seam once (whichever of the three sinks reaches it first) and twice at a random moment: a restarted serve
+# commits its first batches 20-25 s after it starts, so a random moment falls between 12 s (starting) and 26 s
+CRASH_POINTS = ["files-written", None, "committed", None]
 
 
 class Writer(threading.Thread):
@@ -54,11 +55,11 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(session):
     writer = Writer(session.data_dir)
     writer.start()
     try:
-        seams = kill_serve_repeatedly(session.data_dir, CRASH_POINTS, random.Random(5))
+        seams = kill_serve_repeatedly(session.data_dir, CRASH_POINTS, random.Random(5), (12, 26))
     finally:
         writer.stopped.set()
         writer.join()
-    assert seams == 4  # every crash point was reached, each time
+    assert seams == 2  # every crash point was reached
     final = serve(session.data_dir)
     try:
         wait_for(caught_up(session, "orders_lake", "orders"), timeout=180, what="the upsert sink to catch up")
@@ -75,7 +76,6 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(session):
     merged = iceberg_table(session, "orders_mor")  # its key index and delete files survived the kills
     assert duckdb_rows(merged.metadata_location, "id, name, amount", "id") == expected
     assert pyiceberg_rows(merged, ["id", "name", "amount"]) == polars_rows(merged, ["id", "name", "amount"]) == expected
-    assert spark_rows(merged.metadata_location, ["id", "name", "amount"]) == expected
     log = duckdb_rows(iceberg_table(session, "orders_log").metadata_location, "id, name, amount, _mz_diff", "1")
     state = {}
     for id_, name, amount, diff in log:
