@@ -117,9 +117,11 @@ class SeaweedFS:
             time.sleep(0.2)
         raise RuntimeError(f"SeaweedFS created no table bucket in {timeout}s")
 
-    def stop(self) -> None:
+    def stop(self, graceful: bool = True) -> None:
+        """Stopped with SIGTERM to start again on its data (while clients hold connections, it may take the whole
+        20 s it is given); at a module's end, with SIGKILL."""
         if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
+            os.killpg(self.process.pid, signal.SIGTERM if graceful else signal.SIGKILL)
             try:
                 self.process.wait(20)
             except subprocess.TimeoutExpired:

@@ -23,7 +23,7 @@ MOTO_KEY, MOTO_SECRET = "testing", "testingsecret"
 def seaweed(tmp_path_factory):
     server = SeaweedFS(tmp_path_factory.mktemp("seaweedfs")).start()
     yield server
-    server.stop()
+    server.stop(graceful=False)
 
 
 @pytest.fixture(scope="module")
@@ -350,7 +350,7 @@ def test_validating_aws_credentials_names_the_one_that_is_wrong(session, read_on
 def seaweed_sts(tmp_path_factory):
     server = SeaweedFS(tmp_path_factory.mktemp("seaweedfs-sts"), sts_session="30s").start()
     yield server
-    server.stop()
+    server.stop(graceful=False)
 
 
 def test_expired_temporary_credentials_stall_the_sink_until_renewed(session, scheduler, seaweed_sts):
