@@ -21,7 +21,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
 
 from icesink.engine.ingest import columnar  # noqa: E402
 from icesink.engine.ingest.pgoutput import UNCHANGED, Decoder  # noqa: E402
@@ -91,9 +90,7 @@ def main() -> None:
         sub.stage(None, change)
     folded = time.perf_counter()
     sent = sent[1:]  # the decoder knows the table: a batch after the first
-    lengths = np.array([len(m) for m in sent], dtype=np.int64)
-    taken = Taken(b"".join(sent), np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64), lengths,
-                  [len(sent)], [2], [3])
+    taken = Taken.of(sent, [len(sent)], [2])
     sub.discard()
     columns = time.perf_counter()
     columnar.fold(taken, decoder, {"public.t": sub}, 0)

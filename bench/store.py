@@ -23,7 +23,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
 
 from bench.decode import OID, relation_message, row_messages  # noqa: E402
 from icesink.engine.ingest import columnar  # noqa: E402
@@ -72,9 +71,7 @@ def main() -> None:
     for _ in range(args.batches):
         sent = row_messages(rng, args.batch, args.rows, next_id)
         next_id += args.batch
-        lengths = np.array([len(m) for m in sent], dtype=np.int64)
-        taken = Taken(b"".join(sent), np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64), lengths,
-                      [len(sent)], [1], [0])
+        taken = Taken.of(sent, [len(sent)], [1])
         began = time.time()
         if checkpoints is not None:
             checkpoints.settle()

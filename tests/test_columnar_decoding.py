@@ -9,7 +9,6 @@ import random
 import struct
 import types
 
-import numpy as np
 import pytest
 
 from bench.decode import tuple_data
@@ -46,9 +45,7 @@ def _taken(transactions: list[tuple[int, list[bytes]]]) -> Taken:
         messages += [_begin(), *body, _commit(end_lsn)]
         ends.append(len(messages))
         lsns.append(end_lsn)
-    lengths = np.array([len(m) for m in messages], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    return Taken(b"".join(messages), starts, lengths, ends, lsns, [7] * len(ends))
+    return Taken.of(messages, ends, lsns)
 
 
 def _subsource(name: str, columns: tuple[Column, ...], key: tuple[str, ...], relation) -> Subsource:

@@ -252,7 +252,6 @@ def test_real_messages_of_every_type_fold_alike_a_column_and_a_message_at_a_time
     import struct
     import types
 
-    import numpy as np
 
     from icesink.engine.ingest import columnar
     from icesink.engine.ingest.pgoutput import Decoder
@@ -276,10 +275,8 @@ def test_real_messages_of_every_type_fold_alike_a_column_and_a_message_at_a_time
             "SELECT data FROM pg_logical_slot_peek_binary_changes('probe', NULL, NULL, 'proto_version', '1', "
             "'publication_names', 'icesink')")]
         admin.execute("SELECT pg_drop_replication_slot('probe')")
-        lengths = np.array([len(m) for m in messages], dtype=np.int64)
         commits = [i + 1 for i, m in enumerate(messages) if m[:1] == b"C"]
-        taken = Taken(b"".join(messages), np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64), lengths,
-                      commits, [struct.unpack_from(">q", messages[i - 1], 10)[0] for i in commits], [0] * len(commits))
+        taken = Taken.of(messages, commits, [struct.unpack_from(">q", messages[i - 1], 10)[0] for i in commits])
         decoder = Decoder()
         transactions = taken.decode(decoder)
         relation = next(r for r in decoder.relations.values() if r.name == "typed")

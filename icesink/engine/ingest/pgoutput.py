@@ -12,6 +12,7 @@ UNCHANGED = object()  # an unchanged TOASTed value: Postgres did not send it, th
 BEGIN, COMMIT, _RELATION, _INSERT, _UPDATE, _DELETE, _TRUNCATE, _NEW = b"BCRIUDTN"  # message kinds
 _TEXT, _NULL, _UNCHANGED = b"tnu"
 _OID, _SHORT, _INT = (struct.Struct(form).unpack_from for form in (">I", ">h", ">i"))
+COMMIT_FIELDS = struct.Struct(">bqqq")  # after the kind: flags, the commit's LSN, the end of the transaction, its time
 
 
 @dataclass
@@ -79,7 +80,7 @@ class Decoder:
         elif kind == BEGIN:
             self._open = Transaction(0, struct.unpack_from(">q", data, 9)[0])
         elif kind == COMMIT:
-            _flags, _commit_lsn, end_lsn, ts = struct.unpack_from(">bqqq", data, 1)
+            _flags, _commit_lsn, end_lsn, ts = COMMIT_FIELDS.unpack_from(data, 1)
             done, self._open = self._open, None
             done.end_lsn, done.commit_ts = end_lsn, ts
             return done

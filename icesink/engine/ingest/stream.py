@@ -9,7 +9,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import struct
 import subprocess
 import sys
 import threading
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .pgoutput import BEGIN, COMMIT, Decoder, Transaction
+from .pgoutput import BEGIN, COMMIT, COMMIT_FIELDS, Decoder, Transaction
 from .slot_reader import LENGTH, LSN, CAUGHT_UP, FAILED
 
 CHUNK = 1 << 20
@@ -35,7 +34,6 @@ class StreamFailed(Exception):
 
 
 _ROWS = frozenset(b"IUD")
-_COMMIT = struct.Struct(">bqqq")
 
 
 @dataclass
@@ -47,7 +45,14 @@ class Taken:
     lengths: np.ndarray
     ends: list[int]
     end_lsns: list[int]
-    commit_ts: list[int]
+
+    @classmethod
+    def of(cls, messages: list[bytes], ends: list[int], end_lsns: list[int]) -> Taken:
+        """Messages held apart (a slot peeked with SQL, a benchmark's), as a take hands them over."""
+        lengths = np.array([len(m) for m in messages], dtype=np.int64)
+        starts = np.zeros(len(messages), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        return cls(b"".join(messages), starts, lengths, ends, end_lsns)
 
     @property
     def end_lsn(self) -> int | None:
@@ -145,7 +150,7 @@ class SlotStream:
             self._ready.notify_all()
         base = self._open_size  # where `data` begins among the open transaction's bytes
         starts, lengths = self._open
-        ends, end_lsns, commit_ts = [], [], []
+        ends, end_lsns = [], []
         changes, pending, at, cut = 0, self._open_changes, 0, None
         unpack, size = LENGTH.unpack_from, len(data)
         while size - at >= 4 and changes < limit:
@@ -173,17 +178,15 @@ class SlotStream:
             if kind in _ROWS:
                 pending += 1
             elif kind == COMMIT:
-                _flags, _lsn, end_lsn, ts = _COMMIT.unpack_from(data, at - length + 1)
                 ends.append(len(starts))
-                end_lsns.append(end_lsn)
-                commit_ts.append(ts)
+                end_lsns.append(COMMIT_FIELDS.unpack_from(data, at - length + 1)[2])
                 changes, pending, cut = changes + pending, 0, at
             elif kind == BEGIN:
                 pending = 0
         whole = ends[-1] if ends else 0
         taken = Taken(b"".join(self._open_parts + [data[:cut]]) if ends else b"",
                       np.array(starts[:whole], dtype=np.int64), np.array(lengths[:whole], dtype=np.int64),
-                      ends, end_lsns, commit_ts)
+                      ends, end_lsns)
         if not ends and base:  # the open transaction goes on: what was read waits with the rest of it
             self._open_parts.append(data[:at])
             self._open_size += at
