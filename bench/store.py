@@ -30,7 +30,7 @@ from icesink.engine.ingest.pgoutput import Decoder  # noqa: E402
 from icesink.engine.ingest.postgres import LOAD_ROWS  # noqa: E402
 from icesink.engine.ingest.subsource import Subsource  # noqa: E402
 from icesink.engine.ingest.stream import Taken  # noqa: E402
-from icesink.engine.tables import Checkpoints, TableStore, base_dir  # noqa: E402
+from icesink.engine.tables import TableStore, base_dir  # noqa: E402
 from icesink.model.types import Column  # noqa: E402
 
 COLUMNS = (Column("id", "bigint", False), Column("a", "integer", False), Column("b", "text"),
@@ -60,7 +60,8 @@ def main() -> None:
         store.load_base("t", COLUMNS, [(n, n % 1000, f"row {n}", TS) for n in range(first, last)], last)
     print(f"{args.rows:,} rows stored in {time.time() - started:.1f}s")
     store.segments.follow("t", COLUMNS)  # as the replication does once the copy is in
-    checkpoints = None if args.checkpoint_on_commit else Checkpoints(store)
+    if not args.checkpoint_on_commit:
+        store.checkpoint_apart()
 
     decoder = Decoder()
     decoder.feed(relation_message())
@@ -73,8 +74,6 @@ def main() -> None:
         next_id += args.batch
         taken = Taken.of(sent, [len(sent)], [1])
         began = time.time()
-        if checkpoints is not None:
-            checkpoints.settle()
         with store.transaction() as db:
             if args.savepoint:
                 db.execute("SAVEPOINT batch")
@@ -94,8 +93,6 @@ def main() -> None:
             store.segments.seal()  # what the transaction does before it commits, timed on its own
             sealed = time.time()
         done = time.time()
-        if checkpoints is not None:
-            checkpoints.request()
         print(f"{args.batch:,} changes: decode and fold {folded - began:.2f}s, write {written - folded:.2f}s, segment "
               f"{sealed - written:.2f}s, commit {done - sealed:.2f}s: {args.batch / (done - began):,.0f} changes/s "
               f"({1e6 * (done - began) / args.batch:.1f} µs each)", flush=True)

@@ -156,8 +156,15 @@ class TableStore:
                             " upto INTEGER NOT NULL, ts INTEGER NOT NULL, path TEXT NOT NULL,"
                             " PRIMARY KEY (table_id, after))")
         self.segments = segments.SegmentLog(self)
+        self.checkpoints: Checkpoints | None = None
+
+    def checkpoint_apart(self) -> None:
+        """From now on this connection's WAL is checkpointed on a thread of its own, between its transactions."""
+        self.checkpoints = Checkpoints(self)
 
     def close(self) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.close()
         self.db.close()
 
     def create(self, table_id: str, columns: tuple[Column, ...], primary_key: tuple[str, ...]) -> None:
@@ -260,7 +267,7 @@ class TableStore:
         segments.remove(self.data_dir, table_id)
 
     def transaction(self):
-        return _Transaction(self.db, self.segments.seal, self.segments.discard)
+        return _Transaction(self.db, self.segments.seal, self.segments.discard, self.checkpoints)
 
     def write(self, sql: str, what: str, positions: dict[str, int] | None = None) -> int:
         """Runs one INSERT/UPDATE/DELETE; returns the number of rows it touched. `positions` says where in the
@@ -392,8 +399,8 @@ class TableStore:
 
 
 class Checkpoints:
-    """Checkpoints of the store's WAL on a thread and connection of their own, for a writer whose commits should not
-    wait for them: a batch of changes on keys all over a large table dirties most of its pages, and copying them from
+    """Checkpoints of the store's WAL on a thread and connection of their own (`TableStore.checkpoint_apart`), for a
+    writer whose commits should not wait for them: a batch of changes on keys all over a large table dirties most of its pages, and copying them from
     the WAL into the database took that writer as long as the commit itself. The checkpoint runs while the writer
     prepares its next batch (SQLite works without Python's lock meanwhile), and the writer waits for it before its
     next transaction, which then starts the WAL over: a WAL that only grows makes every page the writer reads a
@@ -409,12 +416,12 @@ class Checkpoints:
         self._thread.start()
 
     def request(self) -> None:
-        """After a commit: what the WAL holds goes into the database."""
+        """After a commit (the store's transactions call it): what the WAL holds goes into the database."""
         self._done.clear()
         self._wanted.set()
 
     def settle(self) -> None:
-        """Before a write transaction: waits for the checkpoint requested last."""
+        """Before a write transaction (the store's transactions call it): waits for the checkpoint requested last."""
         self._done.wait()
 
     def close(self) -> None:
@@ -478,13 +485,17 @@ GROUP BY row, k HAVING count(*) = 2"""
 
 class _Transaction:
     """`before_commit` runs inside the transaction when its body succeeded; if it fails, all rolls back, and
-    `on_rollback` runs whenever it does."""
+    `on_rollback` runs whenever it does. With `checkpoints`, it begins once the last checkpoint is done and asks for
+    the next once it has committed."""
 
     def __init__(self, db: sqlite3.Connection, before_commit: Callable[[], None] | None = None,
-                 on_rollback: Callable[[], None] | None = None):
+                 on_rollback: Callable[[], None] | None = None, checkpoints: Checkpoints | None = None):
         self.db, self.before_commit, self.on_rollback = db, before_commit, on_rollback
+        self.checkpoints = checkpoints
 
     def __enter__(self):
+        if self.checkpoints is not None:
+            self.checkpoints.settle()
         self.db.execute("BEGIN IMMEDIATE")
         return self.db
 
@@ -499,6 +510,8 @@ class _Transaction:
             self._rolled_back()
         else:
             self.db.execute("COMMIT")
+            if self.checkpoints is not None:
+                self.checkpoints.request()
         return False
 
     def _rolled_back(self) -> None:

@@ -31,7 +31,7 @@ from ...errors import first_line
 from ..failures import NeedsAction
 from ..faults import crash_point
 from .. import segments
-from ..tables import Checkpoints, TableStore, base_dir
+from ..tables import TableStore, base_dir
 from .copy import SESSION, CopyRefused, base_batches, stored_rows, write_base
 from .parallel_copy import PAGES_PER_RANGE, PARALLEL_PAGES, Cancelled, copy_on_executors, page_ranges, range_query
 from . import columnar
@@ -151,14 +151,13 @@ class PostgresIngestion:
         store = TableStore(self.catalog.data_dir, writer=True)
         # a long statement on another engine table holds the store for a while: the upstream keeps the changes meanwhile
         store.db.execute(f"PRAGMA busy_timeout = {STORE_WAIT_SECONDS * 1000}")
-        self.checkpoints = Checkpoints(store)
+        store.checkpoint_apart()
         try:
             self._follow(store, on_running)
         except psycopg.OperationalError as exc:  # the server went away, restarted or cut the connection
             raise self.connector.invalid(f"the connection to {self.connector.address} was lost: "
                                          f"{first_line(exc)}") from None
         finally:
-            self.checkpoints.close()
             store.close()
 
     def _follow(self, store: TableStore, on_running) -> None:
@@ -350,9 +349,7 @@ class PostgresIngestion:
                         raise Stopped(f"source '{self.source.name}': stopped while loading "
                                       f"{sub.obj.descriptor.upstream}")
                     loaded += batch.num_rows
-                    self.checkpoints.settle()
                     store.load_base(sub.obj.id, sub.columns, stored_rows(batch, sub.columns), loaded)
-                    self.checkpoints.request()
                     crash_point("source-loading")
                 position += rows
             if loaded != base.rows:  # a file lost rows since the copy was recorded (a crash of the machine)
@@ -392,7 +389,6 @@ class PostgresIngestion:
                 self.subsources[name].relation is not changes.relation for name, changes in folded.items()):
             folded = NotColumnar("a table was described anew while the batch was folded")
         changed = None
-        self.checkpoints.settle()
         if isinstance(folded, NotColumnar):
             log.debug("source %s: a batch decoded a message at a time: %s", self.source.name, folded)
             changed = self._apply_each(store, taken.decode(stream.decoder))
@@ -404,7 +400,6 @@ class PostgresIngestion:
             self.lsn = taken.end_lsn
         done = self.lsn if changed else taken.end_lsn  # never below the slot's
         if done:
-            self.checkpoints.request()
             stream.confirm(done)
         # every transaction up to `caught_up` is applied, and nothing after it up to `known` is published
         self._count(messages_staged=messages, bytes_staged=size, offset_known=known,
