@@ -23,6 +23,7 @@ import logging
 import multiprocessing
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("ICESINK_SECRET_STORE", "file")
 
 import icesink  # noqa: E402
+from bench.sink import Commits  # noqa: E402
 from bench.stats import percentile  # noqa: E402
 from icesink.catalog_connections import connector_for  # noqa: E402
 from icesink.engine.ingest.pgoutput import lsn_int  # noqa: E402
@@ -205,6 +207,10 @@ def main() -> None:
                         help="first, this many seconds of the clients with pg_recvlogical reading the slot")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    commits = Commits()
+    sink_log = logging.getLogger("icesink.sink")
+    sink_log.setLevel(logging.INFO)
+    sink_log.addHandler(commits)
 
     memory = Memory()
     memory.start()
@@ -283,9 +289,12 @@ def main() -> None:
         return f"{(args.rows + 1) / (at - started):,.0f} rows/s ({at - started:.1f}s, " \
                f"{100 * (args.rows + 1) / (at - started) / raw:.0f}% of raw COPY)"
     visible = "no sink" if args.no_sink else rate(visible_at)
+    first_batch = "" if args.no_sink or not commits.seen else \
+        f" (its first batch, every row, took {commits.seen[0][2]:.1f}s of that)"
     print(f"initial copy to Parquet files: {rate(copied_at)}; all rows visible in the Iceberg table: "
-          f"{visible}; rows in icesink's store, changes followed from then on: {rate(running_at)}",
+          f"{visible}{first_batch}; rows in icesink's store, changes followed from then on: {rate(running_at)}",
           flush=True)
+    first_change_batch = len(commits.seen)
 
     markers: list[float] = []  # the marker row's values, each a commit time upstream
 
@@ -337,9 +346,9 @@ def main() -> None:
         table = iceberg_table()
         snapshot = table.current_snapshot().snapshot_id if table is not None else None
         if snapshot != last_snapshot:
+            seen_at = time.time()  # visible from here on: reading the marker below takes 0.2-0.5 s of its own
             last_snapshot = snapshot
             seen = visible_marker()
-            seen_at = time.time()
             freshness += [(m, seen_at - m) for m in markers if last_seen < m <= seen]
             last_seen = max(last_seen, seen)
             if stopped_at is not None and markers and last_seen >= markers[-1]:
@@ -363,6 +372,10 @@ def main() -> None:
         print(f"freshness (upstream commit -> visible in Iceberg): p50 {percentile(freshness, 0.5):.1f}s, "
               f"p95 {percentile(freshness, 0.95):.1f}s over {len(freshness)} markers; in the run's second half, "
               f"p50 {percentile(late, 0.5):.1f}s, p95 {percentile(late, 0.95):.1f}s")
+        batches = [seconds for _, _, seconds, _ in commits.seen[first_change_batch:]]
+        if batches:
+            print(f"batches of changes (read, write, commit): p50 {percentile(batches, 0.5):.2f}s, "
+                  f"p95 {percentile(batches, 0.95):.2f}s over {len(batches)}", flush=True)
     print(f"peak memory of icesink's processes (driver, Spark JVM, workers): {memory.peak / 2**20:,.0f} MiB",
           flush=True)
     if args.backlog:
@@ -370,6 +383,7 @@ def main() -> None:
     if args.ceiling:  # last: its changes bloat the table
         ceiling(server, args.rows, args.ceiling)
     server.stop()
+    shutil.rmtree(data_dir, ignore_errors=True)  # gigabytes at 10M rows
 
 
 def backlog(args, server: Postgres, data_dir: Path, session, spark, held, visible_marker, markers) -> None:

@@ -11,6 +11,7 @@ import argparse
 import logging
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -64,6 +65,13 @@ def main() -> None:
     sink_log.addHandler(commits)
 
     data_dir = Path(tempfile.mkdtemp(prefix="icesink-bench-"))
+    try:
+        measure(args, data_dir, commits)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)  # the table's files and the sink's state
+
+
+def measure(args, data_dir: Path, commits: Commits) -> None:
     session = icesink.connect(data_dir)
     spark = get_spark(args.master)
     if args.catalog == "s3tables":
@@ -109,6 +117,8 @@ def main() -> None:
     first_steady = len(commits.seen)
     time.sleep(args.seconds)
     scheduler.stop()
+    if args.catalog == "s3tables":
+        seaweed.stop(graceful=False)
 
     steady = commits.seen[first_steady:]
     if len(steady) < 2:
