@@ -11,6 +11,7 @@ log = logging.getLogger("icesink.spark")
 _lock = threading.Lock()
 _session = None
 _settings = None  # (master, conf) the session was started with
+SPARK_SITE = str(Path(__file__).with_name("spark_site"))
 LOG4J_OPTION = f"-Dlog4j2.configurationFile=file:{Path(__file__).with_name('log4j2.properties')}"
 
 DEFAULT_CONF = {
@@ -42,6 +43,9 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            # every Python process Spark starts runs spark_site/sitecustomize.py, which imports the installed pyspark
+            paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != SPARK_SITE]
+            os.environ["PYTHONPATH"] = os.pathsep.join([*paths, SPARK_SITE])
             from pyspark.sql import SparkSession
 
             from .class_archive import java_options

@@ -5,20 +5,11 @@ pyspark from source in every process (a zip holds no compiled files), and each n
 again when it puts its files' directory on the path; with pyspark's own daemon each fork also imported icesink's
 engine anew (measured: about 1 s of CPU per fork, 0.3 s with this daemon). This daemon takes the archives off the
 path when the installed pyspark is Spark's home (as pip installs it), imports the engine once, and its forks
-inherit both."""
-import importlib.machinery
+inherit both. (Spark's other Python processes take the archives off in spark_site/sitecustomize.py.)"""
 import os
 import sys
 
-
-def without_spark_archives(path: list[str], spark_home: str | None) -> list[str]:
-    """`path` without the archives under `spark_home`, if pyspark is still found there and is Spark's home."""
-    if not spark_home:
-        return path
-    kept = [p for p in path if not (p.startswith(spark_home) and p.endswith((".zip", ".jar")))]
-    found = importlib.machinery.PathFinder.find_spec("pyspark", kept)
-    same = found is not None and os.path.samefile(os.path.dirname(found.origin), spark_home)
-    return kept if same else path
+from icesink.engine.spark_site.sitecustomize import without_spark_archives
 
 
 def main() -> None:
