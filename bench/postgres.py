@@ -37,7 +37,7 @@ os.environ.setdefault("ICESINK_SECRET_STORE", "file")
 
 import icesink  # noqa: E402
 from bench.sink import Commits  # noqa: E402
-from bench.stats import percentile  # noqa: E402
+from bench.stats import cpu_seconds, percentile, process_tree  # noqa: E402
 from icesink.catalog_connections import connector_for  # noqa: E402
 from icesink.engine.ingest.pgoutput import lsn_int  # noqa: E402
 from icesink.engine.scheduler import Scheduler  # noqa: E402
@@ -49,22 +49,10 @@ SPAWN = multiprocessing.get_context("spawn")  # not forked from a process that r
 CHANGES_PER_TRANSACTION = 500
 
 
-def cpu_seconds(pids) -> dict[int, float]:
-    """User and system CPU seconds of each process, as /proc counts them."""
-    found = {}
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        found[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return found
-
-
 def server_cpu(server) -> dict[int, float]:
     """CPU seconds of the cluster's processes: its postmaster and every backend, walsender and helper it forked."""
     postmaster = int((server.directory / "data" / "postmaster.pid").read_text().split()[0])
-    return cpu_seconds(Memory._tree(postmaster))
+    return cpu_seconds(process_tree(postmaster))
 
 
 def cores(before: dict[int, float], after: dict[int, float], elapsed: float) -> float:
@@ -79,22 +67,10 @@ class Memory(threading.Thread):
         super().__init__(daemon=True)
         self.peak, self.stopped = 0, threading.Event()
 
-    @staticmethod
-    def _tree(pid: int) -> list[int]:
-        found = [pid]
-        for child in Path(f"/proc/{pid}/task").glob("*/children"):
-            try:
-                tokens = child.read_text().split()
-            except OSError:  # the thread ended meanwhile
-                continue
-            for token in tokens:
-                found += Memory._tree(int(token))
-        return found
-
     def run(self):
         while not self.stopped.wait(0.5):
             total = 0
-            for pid in self._tree(os.getpid()):
+            for pid in process_tree(os.getpid()):
                 try:
                     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                         if line.startswith("VmRSS:"):

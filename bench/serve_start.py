@@ -20,6 +20,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.stats import cpu_seconds, process_tree  # noqa: E402
+
 ICESINK = Path(sys.executable).with_name("icesink")
 SETUP = """CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
 CREATE SOURCE c FROM LOAD GENERATOR COUNTER (TICK INTERVAL '1s');
@@ -28,25 +32,6 @@ CREATE SINK c_lake FROM c INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'n', T
   WITH (COMMIT INTERVAL '1s');
 CREATE SINK kv_lake FROM kv INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'n', TABLE 'kv') KEY (key) MODE UPSERT
   WITH (COMMIT INTERVAL '1s');"""
-
-
-def tree_cpu(root: int) -> float:
-    """CPU seconds of `root` and its descendants, those that ended and were waited for included."""
-    parents, used = {}, {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            parents[int(entry)] = int(fields[1])
-            used[int(entry)] = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-    tree, grown = {root}, True
-    while grown:
-        found = {pid for pid, parent in parents.items() if parent in tree} - tree
-        tree |= found
-        grown = bool(found)
-    return sum(used.get(pid, 0.0) for pid in tree)
 
 
 def run(pythonpath: str | None) -> tuple[float, float]:
@@ -68,7 +53,8 @@ def run(pythonpath: str | None) -> tuple[float, float]:
                 if serve.poll() is not None:
                     raise RuntimeError(f"serve ended: {log.read_text()[-2000:]}")
                 time.sleep(0.05)
-            took, cpu = time.time() - started, tree_cpu(serve.pid)
+            took = time.time() - started
+            cpu = sum(cpu_seconds(process_tree(serve.pid), ended_children=True).values())
         finally:
             serve.terminate()
             serve.wait(60)
