@@ -2,9 +2,9 @@
 gives them (`PYTHONPATH`). Spark puts pyspark.zip, py4j's zip and spark-core's jar first on their path, and pyspark
 imported from a zip is compiled from source in each process: a data source planner's or a streaming source
 runner's imports took 1.5 s (1.6 s of CPU) that way, 0.35 s from the installed package. When the installed pyspark
-is Spark's home (as pip installs it), the archives come off the path. Spark's Python workers fork from icesink's
-daemon (spark_daemon.py), which does the same; this reaches the other processes. Any other process keeps its path,
-and a sitecustomize further along the path runs as it would have."""
+is Spark's home (as pip installs it), the archives come off the path: in Spark's Python daemon (spark_daemon.py),
+whose forks run the tasks, and in the other processes alike. Any other process keeps its path, and a sitecustomize
+further along the path runs as it would have."""
 from __future__ import annotations
 
 import importlib.machinery
