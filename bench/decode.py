@@ -21,7 +21,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
 from icesink.engine.ingest import columnar  # noqa: E402
 from icesink.engine.ingest.pgoutput import UNCHANGED, Decoder  # noqa: E402
 from icesink.engine.ingest.stream import Taken  # noqa: E402

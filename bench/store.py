@@ -23,7 +23,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
 from bench.decode import OID, relation_message, row_messages  # noqa: E402
 from icesink.engine.ingest import columnar  # noqa: E402
 from icesink.engine.ingest.pgoutput import Decoder  # noqa: E402

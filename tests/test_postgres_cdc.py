@@ -252,7 +252,6 @@ def test_real_messages_of_every_type_fold_alike_a_column_and_a_message_at_a_time
     import struct
     import types
 
-
     from icesink.engine.ingest import columnar
     from icesink.engine.ingest.pgoutput import Decoder
     from icesink.engine.ingest.schema import UpstreamTypes, relation_types

@@ -1,6 +1,7 @@
 """Spark's Python workers are forks of icesink's daemon: pyspark imported from the installed package (compiled
 once), not from the archives Spark puts first on their path, and the engine already imported. Spark's other Python
 processes (data source planners, streaming source runners) import the installed pyspark too."""
+import json
 import sys
 from pathlib import Path
 
@@ -33,7 +34,8 @@ def test_data_source_planners_and_streaming_runners_import_the_installed_pyspark
     def where() -> str:  # in the process that plans: pyspark's file, and the Spark archives on its path
         import pyspark as planner_pyspark
 
-        return repr((planner_pyspark.__file__, [p for p in sys.path if p.endswith((".zip", ".jar")) and "pyspark" in p]))
+        return json.dumps([planner_pyspark.__file__,
+                           [p for p in sys.path if p.endswith((".zip", ".jar")) and "pyspark" in p]])
 
     class Planned(DataSourceReader):
         def partitions(self):  # in Spark's data source planner
@@ -78,9 +80,9 @@ def test_data_source_planners_and_streaming_runners_import_the_installed_pyspark
         query.processAllAvailable()
     finally:
         query.stop()
-    installed = (pyspark.__file__, [])
-    assert eval(planned) == installed  # not pyspark.zip/pyspark/__init__.py
-    assert streamed and eval(streamed[0]) == installed
+    installed = [pyspark.__file__, []]
+    assert json.loads(planned) == installed  # not pyspark.zip/pyspark/__init__.py
+    assert streamed and json.loads(streamed[0]) == installed
 
 
 def test_archives_stay_when_the_installed_pyspark_is_not_sparks_home(tmp_path):

@@ -400,11 +400,11 @@ class TableStore:
 
 class Checkpoints:
     """Checkpoints of the store's WAL on a thread and connection of their own (`TableStore.checkpoint_apart`), for a
-    writer whose commits should not wait for them: a batch of changes on keys all over a large table dirties most of its pages, and copying them from
-    the WAL into the database took that writer as long as the commit itself. The checkpoint runs while the writer
-    prepares its next batch (SQLite works without Python's lock meanwhile), and the writer waits for it before its
-    next transaction, which then starts the WAL over: a WAL that only grows makes every page the writer reads a
-    lookup in it, and its writes twice as slow."""
+    writer whose commits should not wait for them: a batch of changes on keys all over a large table dirties most of
+    its pages, and copying them from the WAL into the database took that writer as long as the commit itself. The
+    checkpoint runs while the writer prepares its next batch (SQLite works without Python's lock meanwhile), and the
+    writer waits for it before its next transaction, which then starts the WAL over: a WAL that only grows makes every
+    page the writer reads a lookup in it, and its writes twice as slow."""
 
     def __init__(self, store: TableStore):
         self._db = connect_wal(store.data_dir / TABLES_FILE)
