@@ -195,6 +195,21 @@ def test_insert_select_loads_rows_in_bulk_with_postgres_functions(session):
     assert rows(session, "SELECT k FROM generate_series(5, 1, -2) k") == [(5,), (3,), (1,)]
 
 
+def test_date_trunc_of_a_column_agrees_whatever_form_its_timestamps_take(session):
+    """date_trunc of a column to the day, hour or minute is cut in SQLite's own terms for the store's form of a
+    timestamp, and by the function for any other: fractions, time zones and NULLs come out as Postgres gives them."""
+    session.execute("CREATE TABLE ts (id int NOT NULL, at timestamp, tz timestamptz, PRIMARY KEY (id))")
+    session.execute("INSERT INTO ts VALUES (1, '2024-03-05 10:11:12', '2024-03-05 10:11:12+02'), "
+                    "(2, '2024-03-05 10:11:12.5', NULL), (3, NULL, '2024-03-05 23:59:59.25+00')")
+    assert rows(session, "SELECT id, date_trunc('day', at), date_trunc('hour', at), date_trunc('minute', at), "
+                         "date_trunc('hour', tz) FROM ts ORDER BY id") == [
+        (1, "2024-03-05 00:00:00", "2024-03-05 10:00:00", "2024-03-05 10:11:00", "2024-03-05 08:00:00+00:00"),
+        (2, "2024-03-05 00:00:00", "2024-03-05 10:00:00", "2024-03-05 10:11:00", None),
+        (3, None, None, None, "2024-03-05 23:00:00+00:00")]
+    assert rows(session, "SELECT date_trunc('HOUR', at), count(*) FROM ts GROUP BY date_trunc('hour', at) "
+                         "ORDER BY 1") == [("2024-03-05 10:00:00", 2), (None, 1)]  # NULLs last, as Postgres
+
+
 @pytest.mark.parametrize("sql, message", [
     ("SELECT * FROM unnest(1)", "the table function unnest() is not supported yet; generate_series() is"),
     ("SELECT date_trunc('fortnight', '2024-01-01')", 'unit "fortnight" not recognized for date_trunc; one of '
