@@ -57,6 +57,20 @@ def test_data_dir_from_the_environment(tmp_path):
     assert (tmp_path / "env-dir" / "catalog.db").exists()
 
 
+def test_store_cache_from_the_environment(data_dir):
+    """ICESINK_STORE_CACHE_MIB sizes the page cache of icesink's store; a value that is not one says so, no traceback."""
+    env = cli_env(ICESINK_STORE_CACHE_MIB="64")
+    done = subprocess.run(ICESINK + ["--data-dir", str(data_dir), "-c", "CREATE TABLE a (id int); INSERT INTO a "
+                                     "VALUES (1); SELECT count(*) FROM a"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "(1 row)" in done.stdout, done.stderr
+    env = cli_env(ICESINK_STORE_CACHE_MIB="1GB")
+    done = subprocess.run(ICESINK + ["--data-dir", str(data_dir), "-c", "SELECT count(*) FROM a"], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == ("error: ICESINK_STORE_CACHE_MIB is the page cache of icesink's store in MiB, a whole number "
+                           "above 0, not '1GB'\n")
+
+
 def test_quickstart_runs_and_fills_the_iceberg_tables(data_dir):
     done = run("--data-dir", str(data_dir), "-f", str(ROOT / "examples" / "quickstart.sql"), timeout=300)
     assert done.returncode == 0, done.stderr

@@ -17,6 +17,7 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 
 import json
+import os
 import shutil
 import sqlite3
 import threading
@@ -121,9 +122,23 @@ class Base:
         return self.upto - self.after
 
 
-# the page cache of a connection that writes tables: changes land on keys all over a table, and on its indexes (a
-# 50,000-row UPDATE of a 10M-row table with a view's index took 2.2 s with SQLite's default 2 MB, 1.3-1.5 s with this)
-WRITER_CACHE_KIB = 128 << 10
+# The page cache of a connection that writes tables, in MiB. A transaction's changes land on keys all over a table
+# and its indexes, and the pages it dirties past the cache are spilled to the write-ahead log and read back from
+# there: with 128 MiB, 500,000 replicated changes to a 10M-row table took 3.5-5.9 s to write, 2.1-3.5 s with 1 GiB
+# (bench/store.py); SQLite's default, 2 MB, took 2.2 s for a 50,000-row UPDATE that 128 MiB took in 1.3-1.5 s.
+CACHE_VARIABLE = "ICESINK_STORE_CACHE_MIB"
+WRITER_CACHE_MIB = 1024
+
+
+def writer_cache_mib() -> int:
+    """The writers' page cache: ICESINK_STORE_CACHE_MIB, else 1 GiB."""
+    given = os.environ.get(CACHE_VARIABLE, "").strip()
+    if not given:
+        return WRITER_CACHE_MIB
+    if not given.isdigit() or int(given) == 0:
+        raise CatalogError(f"{CACHE_VARIABLE} is the page cache of icesink's store in MiB, a whole number above 0, "
+                           f"not {given!r}")
+    return int(given)
 
 
 class TableStore:
@@ -132,6 +147,7 @@ class TableStore:
         page cache."""
         self.data_dir = Path(data_dir).resolve()
         path = self.data_dir / TABLES_FILE
+        cache_mib = writer_cache_mib() if writer else 0
         with database_errors(path, "engine tables"):
             self.db = connect_wal(path)
             self.db.create_function("icesink_in", 3, sql_function(column_input), deterministic=True)
@@ -139,7 +155,7 @@ class TableStore:
             self.db.create_collation(NUMERIC_COLLATION, _compare_numeric)
             self.db.execute("PRAGMA synchronous = FULL")  # a write returns only once it is on disk
             if writer:
-                self.db.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
+                self.db.execute(f"PRAGMA cache_size = -{cache_mib << 10}")
             self.db.execute("CREATE TABLE IF NOT EXISTS changes (offset INTEGER PRIMARY KEY AUTOINCREMENT,"
                             " table_id TEXT NOT NULL, diff INTEGER NOT NULL, ts INTEGER NOT NULL, row TEXT NOT NULL)")
             self.db.execute("CREATE INDEX IF NOT EXISTS changes_by_table ON changes(table_id, offset)")
