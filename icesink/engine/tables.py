@@ -124,14 +124,15 @@ class Base:
 
 # The page cache of a connection that writes tables, in MiB. A transaction's changes land on keys all over a table
 # and its indexes, and the pages it dirties past the cache are spilled to the write-ahead log and read back from
-# there: with 128 MiB, 500,000 replicated changes to a 10M-row table took 3.5-5.9 s to write, 2.1-3.5 s with 1 GiB
-# (bench/store.py); SQLite's default, 2 MB, took 2.2 s for a 50,000-row UPDATE that 128 MiB took in 1.3-1.5 s.
+# there. SQLite's default, 2 MB, took 2.2 s for a 50,000-row UPDATE of a 10M-row table with a view's index that
+# 128 MiB took in 1.3-1.5 s. More helps a large table a little more (bench/store.py, 10M rows, 500k changes a
+# batch: writes 2.1-3.5 s with 1 GiB against 3.1-5.9 s), but a writer takes it all once its table is that large.
 CACHE_VARIABLE = "ICESINK_STORE_CACHE_MIB"
-WRITER_CACHE_MIB = 1024
+WRITER_CACHE_MIB = 128
 
 
 def writer_cache_mib() -> int:
-    """The writers' page cache: ICESINK_STORE_CACHE_MIB, else 1 GiB."""
+    """The writers' page cache: ICESINK_STORE_CACHE_MIB, else 128 MiB."""
     given = os.environ.get(CACHE_VARIABLE, "").strip()
     if not given:
         return WRITER_CACHE_MIB
