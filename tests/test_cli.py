@@ -58,7 +58,8 @@ def test_data_dir_from_the_environment(tmp_path):
 
 
 def test_store_cache_from_the_environment(data_dir):
-    """ICESINK_STORE_CACHE_MIB sizes the page cache of icesink's store; a value that is not one says so, no traceback."""
+    """ICESINK_STORE_CACHE_MIB sizes the page cache of icesink's store; anything but a whole number of MiB is
+    refused in one line, with no traceback."""
     env = cli_env(ICESINK_STORE_CACHE_MIB="64")
     done = subprocess.run(ICESINK + ["--data-dir", str(data_dir), "-c", "CREATE TABLE a (id int); INSERT INTO a "
                                      "VALUES (1); SELECT count(*) FROM a"], env=env, capture_output=True, text=True)

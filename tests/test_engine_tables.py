@@ -196,8 +196,8 @@ def test_insert_select_loads_rows_in_bulk_with_postgres_functions(session):
 
 
 def test_date_trunc_of_a_column_agrees_whatever_form_its_timestamps_take(session):
-    """date_trunc of a column to the day, hour or minute is cut in SQLite's own terms for the store's form of a
-    timestamp, and by the function for any other: fractions, time zones and NULLs come out as Postgres gives them."""
+    """date_trunc of a column to the day, hour or minute: a timestamp in the store's form takes the function's short
+    path, any other form its full one; fractions, time zones and NULLs come out as Postgres gives them."""
     session.execute("CREATE TABLE ts (id int NOT NULL, at timestamp, tz timestamptz, PRIMARY KEY (id))")
     session.execute("INSERT INTO ts VALUES (1, '2024-03-05 10:11:12', '2024-03-05 10:11:12+02'), "
                     "(2, '2024-03-05 10:11:12.5', NULL), (3, NULL, '2024-03-05 23:59:59.25+00')")
