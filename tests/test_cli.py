@@ -57,9 +57,15 @@ def test_data_dir_from_the_environment(tmp_path):
     assert (tmp_path / "env-dir" / "catalog.db").exists()
 
 
-def test_store_cache_from_the_environment(data_dir):
+def test_store_cache_from_the_environment(data_dir, monkeypatch):
     """ICESINK_STORE_CACHE_MIB sizes the page cache of icesink's store; anything but a whole number of MiB is
     refused in one line, with no traceback."""
+    monkeypatch.setenv("ICESINK_STORE_CACHE_MIB", "64")
+    with icesink.connect(data_dir) as session:  # the writing connection SQLite was given, in KiB
+        assert session.tables.db.execute("PRAGMA cache_size").fetchone() == (-64 * 1024,)
+    monkeypatch.delenv("ICESINK_STORE_CACHE_MIB")
+    with icesink.connect(data_dir) as session:
+        assert session.tables.db.execute("PRAGMA cache_size").fetchone() == (-128 * 1024,)
     env = cli_env(ICESINK_STORE_CACHE_MIB="64")
     done = subprocess.run(ICESINK + ["--data-dir", str(data_dir), "-c", "CREATE TABLE a (id int); INSERT INTO a "
                                      "VALUES (1); SELECT count(*) FROM a"], env=env, capture_output=True, text=True)

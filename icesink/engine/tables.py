@@ -148,15 +148,15 @@ class TableStore:
         page cache."""
         self.data_dir = Path(data_dir).resolve()
         path = self.data_dir / TABLES_FILE
-        cache_mib = writer_cache_mib() if writer else 0
+        cache_kib = writer_cache_mib() << 10 if writer else None  # read first: a bad setting opens no file
         with database_errors(path, "engine tables"):
             self.db = connect_wal(path)
             self.db.create_function("icesink_in", 3, sql_function(column_input), deterministic=True)
             self.db.create_function("icesink_real", 1, _exact_real, deterministic=True)
             self.db.create_collation(NUMERIC_COLLATION, _compare_numeric)
             self.db.execute("PRAGMA synchronous = FULL")  # a write returns only once it is on disk
-            if writer:
-                self.db.execute(f"PRAGMA cache_size = -{cache_mib << 10}")
+            if cache_kib:
+                self.db.execute(f"PRAGMA cache_size = -{cache_kib}")
             self.db.execute("CREATE TABLE IF NOT EXISTS changes (offset INTEGER PRIMARY KEY AUTOINCREMENT,"
                             " table_id TEXT NOT NULL, diff INTEGER NOT NULL, ts INTEGER NOT NULL, row TEXT NOT NULL)")
             self.db.execute("CREATE INDEX IF NOT EXISTS changes_by_table ON changes(table_id, offset)")
