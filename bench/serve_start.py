@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--other", help="another checkout of icesink, run alternately")
     args = parser.parse_args()
-    sides = {"this checkout": None, **({f"{args.other}": str(Path(args.other).resolve())} if args.other else {})}
+    sides = {"this checkout": None, **({args.other: str(Path(args.other).resolve())} if args.other else {})}
     seen: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
     for _ in range(args.runs):
         for side, pythonpath in sides.items():
