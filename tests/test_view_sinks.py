@@ -414,3 +414,32 @@ def test_a_views_index_lives_as_long_as_a_sink_on_a_view_with_that_key(session):
     assert len(indexes()) == 1
     session.execute("DROP SINK s2")
     assert indexes() == []
+
+
+def test_a_batch_reads_a_touched_group_through_the_index_by_its_whole_key(session):
+    """A batch recomputes the groups its changes touch from their rows alone, found through the view's index by every
+    expression of the key (the time bucket first, where a table's writes bunch): not by a scan of the table, which
+    would make a batch's cost follow the table's size."""
+    from icesink.engine.sources import input_for
+    from icesink.engine.sources.view import CHANGES, TOUCHED
+    from icesink.engine.tables import TableStore
+
+    session.execute("CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');"
+                    "CREATE TABLE events (id bigint NOT NULL, customer text, at timestamp, PRIMARY KEY (id));"
+                    "CREATE MATERIALIZED VIEW hourly AS SELECT customer, date_trunc('hour', at) AS hour, count(*) AS n "
+                    "FROM events GROUP BY customer, date_trunc('hour', at);"
+                    "CREATE SINK s FROM hourly INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'hourly') "
+                    "KEY (customer, hour) MODE UPSERT WITH (COMMIT INTERVAL '1s');")
+    view = session.catalog.get("s").descriptor.view
+    input_for(session.catalog, session.catalog.get("hourly"), view).close()  # as the sink starts: the index made
+    store = TableStore(session.data_dir)  # a connection of its own, as a batch's partition opens
+    try:
+        names = ", ".join(f'"{c}"' for c in (*view.changed_columns, "_icesink_offset", "_icesink_ts"))
+        store.db.execute(f"CREATE TEMP TABLE {CHANGES} ({names})")
+        store.db.execute(f"CREATE TEMP TABLE {TOUCHED} AS {view.touched_sql}")
+        plan = [row[-1] for row in store.db.execute(f"EXPLAIN QUERY PLAN {view.query_sql}")]
+    finally:
+        store.close()
+    assert any(step.startswith(f"SEARCH events USING INDEX {view.index_name} (<expr>=? AND customer=?)")
+               for step in plan), plan
+    assert not any(step.startswith("SCAN events") for step in plan), plan
