@@ -173,7 +173,10 @@ def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], m
     query = parse_statement(view.descriptor.query_sql).query
     names = [c.name for c in view.descriptor.columns]
     try:
-        return _plan_incremental(binder, view, query, key, names, pos), None
+        planned = _plan_incremental(binder, view, query, key, names, pos)
+        whole = _over_store(binder, query)[0]
+        whole.set("order", None)  # a view's rows have no order (one kept incrementally has no LIMIT)
+        return dataclasses.replace(planned, whole_sql=sqlite_sql(whole)), None
     except NotIncremental as exc:
         planned = _plan_recomputed(binder, view, query, key, names, exc)
         if _generated(binder, planned):
@@ -194,17 +197,12 @@ def _plan_recomputed(binder: Binder, view: CatalogObject, query: ast.Query, key:
     """A view whose keys a change cannot be traced to (`why` says what is in the way): recomputed whole when a table
     it reads changes, and diffed against what the sink last wrote. Its query is a SELECT's over the store; a view
     SELECT cannot read (over load generators or system views) is refused for `why`."""
-    from .queries import sqlite_tables
-
-    replicated: list = []
-    refs = table_refs(query)
     try:
-        name_table, engine_tables = sqlite_tables(binder, refs, replicated)
+        tree, engine_tables = _over_store(binder, query)
     except NotSupportedYet:
         return _plan_generated(binder, view, query, key, names, why)
     if not engine_tables:  # system views
         raise why
-    tree = render.query(query, name_table)
     tables = list(dict.fromkeys(t.name[len(storage_name("")):] for t in tree.find_all(exp.Table)
                                 if t.name.startswith(storage_name(""))))
     if not tables:
@@ -212,6 +210,15 @@ def _plan_recomputed(binder: Binder, view: CatalogObject, query: ast.Query, key:
     key_outputs = tuple(key.index(n) if n in key else None for n in names)
     return ViewInput(tables[0], (), "", sqlite_sql(tree), key_outputs,
                      others=tuple(ViewSide(t, (), "") for t in tables[1:]), recomputed=True)
+
+
+def _over_store(binder: Binder, query: ast.Query) -> tuple[exp.Expression, bool]:
+    """A view's query as a SELECT over the store runs it (views inlined), and whether it reads the store's tables
+    (else system views)."""
+    from .queries import sqlite_tables
+
+    name_table, engine_tables = sqlite_tables(binder, table_refs(query), [])
+    return render.query(query, name_table), engine_tables
 
 
 def _plan_generated(binder: Binder, view: CatalogObject, query: ast.Query, key: tuple[str, ...], names: list[str],

@@ -343,11 +343,12 @@ class ViewInput:
     `query_sql` computes the view's rows for those keys alone, each followed by its key (_icesink_g0, …).
     `key_outputs`: for each of the view's columns, which key expression it is (None: not one), to write a key's
     deletion. `index_keys`: the key's expressions as an index of the input takes them, for `query_sql` to look each
-    touched key up by.
+    touched key up by. A sink's first batch computes the whole view by `whole_sql` in one pass over its tables, and
+    when the view is empty, recomputes the key `any_key_sql` finds, so that its commit records the batch's offset.
 
     A view that joins relations has `others`, the other relations it reads (engine/sources/joined_view.py),
-    `all_keys_sql`, every key the view has now (for a sink's first batch), and `join_indexes`, the (relation,
-    column) pairs its joins look rows up by.
+    `all_keys_sql`, every key the view has now (the first batch of a sink planned before `whole_sql`), and
+    `join_indexes`, the (relation, column) pairs its joins look rows up by.
 
     A view whose keys a change cannot be traced to is `recomputed` whole (engine/sources/recomputed_view.py):
     `query_sql` is its whole query, `key_outputs` places the sink's KEY among its columns, and `input_id` and
@@ -363,6 +364,7 @@ class ViewInput:
     join_indexes: tuple[tuple[str, str], ...] = ()
     recomputed: bool = False
     any_key_sql: str = ""  # one key of the driving relation, whatever it is (offset and time its parameters)
+    whole_sql: str = ""  # the whole view's query over the store (a sink's first batch), columns in the view's order
 
     @property
     def index_name(self) -> str:
@@ -390,7 +392,11 @@ class ViewInput:
                 "index_keys": list(self.index_keys)}
         if self.others:
             data.update(others=[side.to_json() for side in self.others], all_keys_sql=self.all_keys_sql,
-                        join_indexes=[list(pair) for pair in self.join_indexes], any_key_sql=self.any_key_sql)
+                        join_indexes=[list(pair) for pair in self.join_indexes])
+        if self.any_key_sql:
+            data["any_key_sql"] = self.any_key_sql
+        if self.whole_sql:
+            data["whole_sql"] = self.whole_sql
         if self.recomputed:
             data["recomputed"] = True
         return data
@@ -403,7 +409,7 @@ class ViewInput:
                    tuple(data["key_outputs"]), tuple(data.get("index_keys", ())),
                    tuple(ViewSide.from_json(side) for side in data.get("others", ())), data.get("all_keys_sql", ""),
                    tuple(tuple(pair) for pair in data.get("join_indexes", ())), bool(data.get("recomputed", False)),
-                   data.get("any_key_sql", ""))
+                   data.get("any_key_sql", ""), data.get("whole_sql", ""))
 
 
 # ---------------------------------------------------------------- sinks

@@ -2,7 +2,7 @@
 Postgres source replicates): the changes of all of them, in the store's one sequence of offsets, as the view's
 upserts and deletions. A partition holds one relation's changes; on an executor it finds the view's keys they touch
 (control/view_joins.py wrote how, per relation) and recomputes those keys from the relations' current rows, as
-view.py does for a view over one table. A sink's first batch recomputes every key the driving relation has.
+view.py does for a view over one table. A sink's first batch computes the whole view, as view.py's does.
 
 Offsets are the store's, shared by its tables, so one offset is the frontier of all the view's relations: a batch
 reads each relation's changes up to it, and the sink acknowledges it to each."""
@@ -17,7 +17,8 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
 from .engine_table import EngineTableInput, EngineTableReader
-from .view import ViewChanges, ViewInputs, changes_of, create_indexes, recompute, recompute_keys, view_batches
+from .view import (ViewChanges, ViewInputs, WholeView, changes_of, create_indexes, recompute, recompute_keys,
+                   view_batches, whole_view)
 
 
 class Changes(InputPartition):
@@ -75,13 +76,17 @@ class JoinedViewReader(DataSourceStreamReader):
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         if start["offset"] == 0:
-            return [AllKeys(end["offset"], int(time.time() * 1000))]
+            kind = WholeView if self.view.whole_sql else AllKeys  # AllKeys: sinks planned before whole_sql
+            return [kind(end["offset"], int(time.time() * 1000))]
         return [Changes(side, part) for side, reader in enumerate(self.readers)
                 for part in reader.partitions(start, end)]
 
     def read(self, partition):
         from ..tables import TableStore
 
+        if isinstance(partition, WholeView):
+            yield from whole_view(self.data_dir, self.view, partition, self.view_columns)
+            return
         store = TableStore(self.data_dir)
         try:
             if isinstance(partition, AllKeys):

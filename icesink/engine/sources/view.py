@@ -4,7 +4,9 @@ source replicates), brought up to date from that table's changes. The sink reads
 they touch and recomputes the view's rows for those keys alone from the table's current rows, in one SQLite
 statement (the planner wrote it: control/view_inputs.py). A key with a row is an upsert; a key left without one
 (its last input row deleted, or filtered out by WHERE or HAVING) is a deletion. The table is indexed on the view's
-key, so a batch reads the rows of the keys its changes touch, not the whole table.
+key, so a batch reads the rows of the keys its changes touch, not the whole table. A sink's first batch computes the
+whole view in one pass over the table instead, each group once, rather than each group once per partition of the
+table's log that touches it.
 
 The rows are those of a state of the table at or after the batch's frontier: a later change is read again by the
 next batch, which recomputes its keys again, so the Iceberg table converges on the view, and a restart from the
@@ -15,9 +17,10 @@ import json
 import logging
 import re
 import sqlite3
+import time
 from decimal import ROUND_HALF_UP, Decimal
 
-from pyspark.sql.datasource import DataSource
+from pyspark.sql.datasource import DataSource, InputPartition
 
 from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
@@ -51,15 +54,43 @@ class ViewSource(ViewChanges, EngineTableSource):
         return ViewReader(self.options)
 
 
+class WholeView(InputPartition):
+    """The whole view, computed at offset `upto` (a sink's first batch)."""
+
+    def __init__(self, upto: int, ts: int):
+        super().__init__((upto, ts))
+        self.upto, self.ts = upto, ts
+
+
 class ViewReader(EngineTableReader):
     def __init__(self, options):
         super().__init__(options)
         self.view = ViewInput.from_json(json.loads(options["view"]))
         self.view_columns = json.loads(options["view_columns"])
 
+    def latestOffset(self) -> dict:
+        from ..tables import TableStore
+
+        if self.planned > 0 or not self.view.whole_sql:
+            return super().latestOffset()
+        store = TableStore(self.data_dir)  # the first batch reads the table's rows: no snapshot of them to export
+        try:
+            return {"offset": max(store.latest_offset(self.table_id, len(self.columns)), self.start)}
+        finally:
+            store.close()
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        if start["offset"] == 0 and self.view.whole_sql:
+            self.planned = max(self.planned, end["offset"])
+            return [WholeView(end["offset"], int(time.time() * 1000))]
+        return super().partitions(start, end)
+
     def read(self, partition):
         from ..tables import TableStore
 
+        if isinstance(partition, WholeView):
+            yield from whole_view(self.data_dir, self.view, partition, self.view_columns)
+            return
         store = TableStore(self.data_dir)
         try:
             rows = recompute(store.db, self.view, changes_of(self.table_id, self.columns, self.view.changed_columns,
@@ -67,6 +98,25 @@ class ViewReader(EngineTableReader):
         finally:
             store.close()
         yield from view_batches(rows, self.view_columns)
+
+
+def whole_view(data_dir, view: ViewInput, partition: WholeView, view_columns: list[dict]):
+    """Arrow record batches of every row of the view, computed in one pass over its tables as they are (at or
+    after `partition.upto`), each an upsert at that offset. An empty view gives the deletion (or row) of one key of
+    its tables instead, so that the commit records the offset; empty tables give nothing."""
+    from ..tables import TableStore
+
+    store = TableStore(data_dir)
+    try:
+        cursor, found = store.db.execute(view.whole_sql), False
+        while rows := cursor.fetchmany(ROWS_PER_BATCH):
+            found = True
+            yield from view_batches([(*row, partition.upto, 1, partition.ts) for row in rows], view_columns)
+        if not found and view.any_key_sql:
+            rows = recompute_keys(store.db, view, view.any_key_sql, (partition.upto, partition.ts))
+            yield from view_batches(rows, view_columns)
+    finally:
+        store.close()
 
 
 def view_batches(rows: list[tuple], view_columns: list[dict]):
