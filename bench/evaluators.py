@@ -1,7 +1,8 @@
 """A batch's recompute of the groups its changes touch, by the evaluator icesink runs (SQLite, over the store's rows
 through the view's index, as a partition does: engine/sources/view.py) and by Spark SQL over the same groups' rows
-(read out of the store through the same index by a Python data source in Spark's tasks, then aggregated by the
-view's query in Spark SQL and joined to the touched keys, as a Spark evaluator would):
+(read out of the store through the same index by a Python data source, one partition as a batch's partition of
+changes is, then aggregated by the view's query in Spark SQL and joined to the touched keys, as a Spark evaluator
+would):
 
     .venv/bin/python bench/evaluators.py [--rows 1000000] [--touched 100000] [--rounds 3]
 
@@ -115,13 +116,13 @@ def main() -> None:
         table = storage_name(session.catalog.get("user_events").id)
         columns = [c.as_dict() for c in session.catalog.get("user_activity_summary").descriptor.columns]
         create_indexes(session.tables.db, view, "user_activity_summary")
+        hour = next(k for k in view.index_keys if "DATE_TRUNC" in k.upper())  # the key's other expression: user_id
         keys = session.tables.db.execute(
-            f"SELECT DISTINCT user_id, {view.index_keys[0]} FROM {table} ORDER BY random() LIMIT ?",
-            (args.touched,)).fetchall()
+            f"SELECT DISTINCT user_id, {hour} FROM {table} ORDER BY random() LIMIT ?", (args.touched,)).fetchall()
         keys_file = data_dir / "keys.json"
         keys_file.write_text(json.dumps(keys))
         rows_sql = (f"SELECT k.rowid, e.user_id, e.session_id, e.event_timestamp FROM temp.{KEYS} k "
-                    f"LEFT JOIN {table} e ON {view.index_keys[0]} IS k.k1 AND e.user_id IS k.k0")
+                    f"LEFT JOIN {table} e ON {hour} IS k.k1 AND e.user_id IS k.k0")
         print(f"{args.rows:,} events, {len(keys):,} groups touched (of "
               f"{session.execute('SELECT count(*) FROM user_activity_summary')[-1].rows[0][0]:,})", flush=True)
         for round_ in range(args.rounds):

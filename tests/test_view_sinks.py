@@ -195,7 +195,6 @@ def test_a_key_two_relations_changes_touch_in_one_batch_is_written_once(session,
     assert [(i, float(a), r) for i, a, r in got] == [(1, 10.0, "east"), (2, 21.0, "east"), (3, 30.0, "south")]
 
 
-
 def test_a_first_batch_over_a_view_without_rows_commits_and_later_rows_follow(session, spark):
     """A sink's first batch computes the whole view in one pass; a view whose table's rows are all filtered out has no
     row to carry the batch's offset, yet the batch commits it, and the rows that pass later reach the table."""
@@ -221,6 +220,62 @@ def test_a_first_batch_over_a_view_without_rows_commits_and_later_rows_follow(se
     session.execute("INSERT INTO orders VALUES (3, 'ann', 150), (4, 'cy', 120.50); UPDATE orders SET price = 200 "
                     "WHERE id = 2")
     assert [(c, float(t)) for c, t in run()] == [("ann", 150.0), ("bob", 200.0), ("cy", 120.5)]
+
+
+def test_a_first_batch_over_a_view_of_star_keeps_the_views_columns_when_its_table_gains_one(session, spark):
+    """`SELECT *` is the table's columns when the view was made: a column the table gains before the sink's first
+    batch is no column of the view, and takes no other column's place."""
+    session.execute("""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE TABLE orders (id bigint NOT NULL, customer text, price numeric(10,2), PRIMARY KEY (id));
+        CREATE MATERIALIZED VIEW dear AS SELECT * FROM orders WHERE price > 10;
+        CREATE SINK dear_lake FROM dear INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'dear')
+          KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+        ALTER TABLE orders ADD COLUMN note text;
+        INSERT INTO orders VALUES (1, 'ann', 50, 'gift'), (2, 'bob', 5, NULL), (3, 'cy', 12.25, 'rush');
+    """)
+    scheduler = Scheduler(session.data_dir, session.executor.secret_value, lambda: spark)
+    scheduler.start()
+    try:
+        wait_for(_caught_up(session, "dear_lake", "dear", "orders"), what="dear_lake to commit")
+    finally:
+        scheduler.stop()
+    got = duckdb_rows(iceberg_table(session, "dear_lake").metadata_location, "id, customer, price", "id")
+    assert [(i, c, float(p)) for i, c, p in got] == [(1, "ann", 50.0), (3, "cy", 12.25)]
+
+
+def test_a_first_batch_waits_for_a_copy_still_loading_into_its_table(session):
+    """A Postgres source's copy counts as its table's changes from the start, and goes into the table in blocks while
+    sinks run: a sink's first batch on a view over the table waits until every copied row is in, or the view it
+    computed from part of them would never see the rest."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from icesink.engine.sources.view import ViewReader
+    from icesink.engine.tables import base_dir
+
+    session.execute(REFUSED_VIEWS + "CREATE SINK s FROM per_customer INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE "
+                                    "'v', TABLE 's') KEY (customer) MODE UPSERT WITH (COMMIT INTERVAL '1s')")
+    orders, view = session.catalog.get("orders"), session.catalog.get("per_customer")
+    columns = orders.descriptor.columns
+    rows = [(i, f"c{i % 2}", "1.50") for i in range(1, 5)]
+    path = base_dir(session.data_dir, orders.id) / "copy.parquet"
+    path.parent.mkdir(parents=True)
+    pq.write_table(pa.table({c.name: [r[i] for r in rows] for i, c in enumerate(columns)}), path)
+    store = session.tables
+    with store.transaction():
+        store.add_base(orders.id, [(str(path), len(rows))])
+    reader = ViewReader({"data_dir": str(session.data_dir), "table_id": orders.id, "start": "0",
+                         "columns": json.dumps([c.as_dict() for c in columns]), "replicated": "true",
+                         "view": json.dumps(session.catalog.get("s").descriptor.view.to_json()),
+                         "view_columns": json.dumps([c.as_dict() for c in view.descriptor.columns])})
+    store.load_base(orders.id, columns, rows[:2], 2)
+    assert reader.latestOffset() == {"offset": 0}  # no batch yet
+    store.load_base(orders.id, columns, rows[2:], 4)
+    assert reader.latestOffset() == {"offset": store.base(orders.id).upto}
+
 
 REFUSED_VIEWS = """
 CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');

@@ -173,10 +173,7 @@ def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], m
     query = parse_statement(view.descriptor.query_sql).query
     names = [c.name for c in view.descriptor.columns]
     try:
-        planned = _plan_incremental(binder, view, query, key, names, pos)
-        whole = _over_store(binder, query)[0]
-        whole.set("order", None)  # a view's rows have no order (one kept incrementally has no LIMIT)
-        return dataclasses.replace(planned, whole_sql=sqlite_sql(whole)), None
+        return _plan_incremental(binder, view, query, key, names, pos), None
     except NotIncremental as exc:
         planned = _plan_recomputed(binder, view, query, key, names, exc)
         if _generated(binder, planned):
@@ -197,12 +194,17 @@ def _plan_recomputed(binder: Binder, view: CatalogObject, query: ast.Query, key:
     """A view whose keys a change cannot be traced to (`why` says what is in the way): recomputed whole when a table
     it reads changes, and diffed against what the sink last wrote. Its query is a SELECT's over the store; a view
     SELECT cannot read (over load generators or system views) is refused for `why`."""
+    from .queries import sqlite_tables
+
+    replicated: list = []
+    refs = table_refs(query)
     try:
-        tree, engine_tables = _over_store(binder, query)
+        name_table, engine_tables = sqlite_tables(binder, refs, replicated)
     except NotSupportedYet:
         return _plan_generated(binder, view, query, key, names, why)
     if not engine_tables:  # system views
         raise why
+    tree = render.query(query, name_table)
     tables = list(dict.fromkeys(t.name[len(storage_name("")):] for t in tree.find_all(exp.Table)
                                 if t.name.startswith(storage_name(""))))
     if not tables:
@@ -210,15 +212,6 @@ def _plan_recomputed(binder: Binder, view: CatalogObject, query: ast.Query, key:
     key_outputs = tuple(key.index(n) if n in key else None for n in names)
     return ViewInput(tables[0], (), "", sqlite_sql(tree), key_outputs,
                      others=tuple(ViewSide(t, (), "") for t in tables[1:]), recomputed=True)
-
-
-def _over_store(binder: Binder, query: ast.Query) -> tuple[exp.Expression, bool]:
-    """A view's query as a SELECT over the store runs it (views inlined), and whether it reads the store's tables
-    (else system views)."""
-    from .queries import sqlite_tables
-
-    name_table, engine_tables = sqlite_tables(binder, table_refs(query), [])
-    return render.query(query, name_table), engine_tables
 
 
 def _plan_generated(binder: Binder, view: CatalogObject, query: ast.Query, key: tuple[str, ...], names: list[str],
@@ -248,7 +241,7 @@ def _plan_incremental(binder: Binder, view: CatalogObject, query: ast.Query, key
         return _plan_union(binder, view, query, key, names, pos)
     branch = _branch(binder, view, query, names, pos)
     _check_key(view, branch, names, key, pos)
-    return view_input([(branch.joins, branch.keys)], branch.key_outputs, branch.index_keys)
+    return view_input([(branch.joins, branch.keys)], branch.key_outputs, branch.index_keys, branch.tree.copy())
 
 
 def _plan_union(binder: Binder, view: CatalogObject, query: ast.Query, key: tuple[str, ...], names: list[str],
@@ -273,7 +266,10 @@ def _plan_union(binder: Binder, view: CatalogObject, query: ast.Query, key: tupl
     if any(b.key_outputs != first.key_outputs for b in branches[1:]):
         _refuse(view, "combines queries whose keys are not the same columns", pos)
     _check_key(view, first, names, key, pos)
-    return view_input([(b.joins, b.keys) for b in branches], first.key_outputs, first.index_keys)
+    whole = branches[0].tree.copy()
+    for operator, branch in zip(query.set_operators, branches[1:]):
+        whole = exp.union(whole, branch.tree.copy(), distinct=operator == "UNION")
+    return view_input([(b.joins, b.keys) for b in branches], first.key_outputs, first.index_keys, whole)
 
 
 @dataclass

@@ -191,12 +191,6 @@ class Joins:
                            exp.Max(this=exp.column(TS)).as_(TS)).from_(union.subquery("_icesink_u"))
         return sqlite_sql(outer.group_by(*[exp.Literal.number(i + 1) for i in range(width)]))
 
-    def keys_tree(self, keys: list[exp.Expression]) -> exp.Select:
-        """Every key the driving relation's rows give now."""
-        select = exp.select(*[k.copy().as_(key_column(i)) for i, k in enumerate(keys)])
-        select = select.from_(self.table(self.driving))
-        return select.group_by(*[exp.Literal.number(i + 1) for i in range(len(keys))])
-
     def query_tree(self, keys: list[exp.Expression]) -> exp.Select:
         """The view's query for the touched keys alone: the touched keys are the outer loop, the driving relation
         is looked up by its key's index, and the others by their join columns' indexes."""
@@ -228,9 +222,11 @@ class Joins:
         return restricted
 
 
-def view_input(branches: list[tuple[Joins, list[exp.Expression]]], key_outputs, indexed: tuple[str, ...]) -> ViewInput:
+def view_input(branches: list[tuple[Joins, list[exp.Expression]]], key_outputs, indexed: tuple[str, ...],
+               whole: exp.Expression) -> ViewInput:
     """The statements of a view over `branches` (a query's, or each of a UNION's, with its key): the keys a table's
-    changes touch in any branch, every branch's rows for the touched keys, and every key of every branch."""
+    changes touch in any branch, every branch's rows for the touched keys, and the whole view (`whole`: the
+    branches' queries, each column of them named, combined as the view combines them)."""
     sides: dict[str, tuple] = {}
     indexes: set[tuple[str, str]] = set()
     for joins, keys in branches:
@@ -245,20 +241,17 @@ def view_input(branches: list[tuple[Joins, list[exp.Expression]]], key_outputs, 
     mine = made.pop(driving.id)
     indexes.discard((driving.id, ", ".join(indexed)))
     query = _union_all([joins.query_tree(keys) for joins, keys in branches])
-    every = _union_all([joins.keys_tree(keys) for joins, keys in branches], distinct=True)
-    all_keys = exp.select(exp.Star(), exp.Placeholder().as_(OFFSET), exp.Placeholder().as_(TS)).from_(
-        every.subquery("_icesink_u"))
     # a key to recompute when changes touch none, so that the commit records them: the first row's, read at once
     any_key = exp.select(*[k.copy().as_(key_column(i)) for i, k in enumerate(keys)],
                          exp.Placeholder().as_(OFFSET), exp.Placeholder().as_(TS)).from_(
         first.table(first.driving)).limit(1)
     return ViewInput(driving.id, mine.changed_columns, mine.touched_sql, sqlite_sql(query), key_outputs, indexed,
-                     tuple(made.values()), sqlite_sql(all_keys), tuple(sorted(indexes)),
-                     any_key_sql=sqlite_sql(any_key))
+                     tuple(made.values()), "", tuple(sorted(indexes)), any_key_sql=sqlite_sql(any_key),
+                     whole_sql=sqlite_sql(whole))
 
 
-def _union_all(selects: list[exp.Select], distinct: bool = False) -> exp.Expression:
+def _union_all(selects: list[exp.Select]) -> exp.Expression:
     union = selects[0]
     for other in selects[1:]:
-        union = exp.union(union, other, distinct=distinct)
+        union = exp.union(union, other, distinct=False)
     return union

@@ -391,8 +391,10 @@ class ViewInput:
                 "touched_sql": self.touched_sql, "query_sql": self.query_sql, "key_outputs": list(self.key_outputs),
                 "index_keys": list(self.index_keys)}
         if self.others:
-            data.update(others=[side.to_json() for side in self.others], all_keys_sql=self.all_keys_sql,
+            data.update(others=[side.to_json() for side in self.others],
                         join_indexes=[list(pair) for pair in self.join_indexes])
+        if self.all_keys_sql:
+            data["all_keys_sql"] = self.all_keys_sql
         if self.any_key_sql:
             data["any_key_sql"] = self.any_key_sql
         if self.whole_sql:

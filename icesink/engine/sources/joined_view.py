@@ -17,8 +17,8 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
 from .engine_table import EngineTableInput, EngineTableReader
-from .view import (ViewChanges, ViewInputs, WholeView, changes_of, create_indexes, recompute, recompute_keys,
-                   view_batches, whole_view)
+from .view import (ViewChanges, ViewInputs, WholeView, changes_of, copy_loading, create_indexes, recompute,
+                   recompute_keys, view_batches, whole_view)
 
 
 class Changes(InputPartition):
@@ -30,7 +30,7 @@ class Changes(InputPartition):
 
 
 class AllKeys(InputPartition):
-    """Every key of the view, recomputed at offset `upto` (a sink's first batch)."""
+    """Every key of the view, recomputed at offset `upto`: the first batch of a sink planned before whole_sql."""
 
     def __init__(self, upto: int, ts: int):
         super().__init__((upto, ts))
@@ -57,10 +57,11 @@ class JoinedViewReader(DataSourceStreamReader):
         self.view_columns = json.loads(options["view_columns"])
         self.relations = json.loads(options["relations"])
         # each relation's changes as its own reader finds them (its log, segments and base; never a snapshot: the
-        # first batch recomputes every key instead)
+        # first batch computes the whole view instead)
         self.readers = [EngineTableReader({"data_dir": options["data_dir"], "table_id": r["table_id"],
                                            "columns": json.dumps(r["columns"]), "start": options.get("start", "0")})
                         for r in self.relations]
+        self.planned = self.start  # the end of the last batch Spark planned
 
     def initialOffset(self) -> dict:
         return {"offset": self.start}
@@ -70,11 +71,14 @@ class JoinedViewReader(DataSourceStreamReader):
 
         store = TableStore(self.data_dir)
         try:
+            if self.planned == 0 and copy_loading(store, [r["table_id"] for r in self.relations]):
+                return {"offset": self.start}
             return {"offset": max([self.start, *(store.latest_offset(r["table_id"]) for r in self.relations)])}
         finally:
             store.close()
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        self.planned = max(self.planned, end["offset"])
         if start["offset"] == 0:
             kind = WholeView if self.view.whole_sql else AllKeys  # AllKeys: sinks planned before whole_sql
             return [kind(end["offset"], int(time.time() * 1000))]

@@ -31,7 +31,7 @@ from .base import Input
 from .engine_table import (ROWS_PER_BATCH, BaseRange, EngineTableInput, EngineTableReader, EngineTableSource,
                            OffsetRange, SegmentRange, change_schema)
 
-CHANGES, TOUCHED = "_icesink_changes", "_icesink_touched"
+CHANGES, TOUCHED, WHOLE = "_icesink_changes", "_icesink_touched", "_icesink_whole"
 log = logging.getLogger("icesink.sink")
 
 
@@ -71,13 +71,17 @@ class ViewReader(EngineTableReader):
     def latestOffset(self) -> dict:
         from ..tables import TableStore
 
-        if self.planned > 0 or not self.view.whole_sql:
+        if self.planned > 0:
             return super().latestOffset()
-        store = TableStore(self.data_dir)  # the first batch reads the table's rows: no snapshot of them to export
+        store = TableStore(self.data_dir)
         try:
-            return {"offset": max(store.latest_offset(self.table_id, len(self.columns)), self.start)}
+            if copy_loading(store, [self.table_id]):
+                return {"offset": self.start}
+            if self.view.whole_sql:  # the first batch reads the table's rows: no snapshot of them to export
+                return {"offset": max(store.latest_offset(self.table_id, len(self.columns)), self.start)}
         finally:
             store.close()
+        return super().latestOffset()
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         if start["offset"] == 0 and self.view.whole_sql:
@@ -100,15 +104,26 @@ class ViewReader(EngineTableReader):
         yield from view_batches(rows, self.view_columns)
 
 
+def copy_loading(store, table_ids) -> bool:
+    """Whether a copy (a Postgres source's snapshot) is still being loaded into one of the tables: a sink's first
+    batch waits for it, for the copy's offsets count as the table's from the start, and a view computed from part
+    of its rows would never see the rest."""
+    return any((base := store.base(t)) is not None and base.loaded < base.rows for t in table_ids)
+
+
 def whole_view(data_dir, view: ViewInput, partition: WholeView, view_columns: list[dict]):
     """Arrow record batches of every row of the view, computed in one pass over its tables as they are (at or
     after `partition.upto`), each an upsert at that offset. An empty view gives the deletion (or row) of one key of
-    its tables instead, so that the commit records the offset; empty tables give nothing."""
+    its driving table instead, so that the commit records the offset; an empty driving table gives nothing (the
+    next batch computes the whole view again)."""
     from ..tables import TableStore
 
     store = TableStore(data_dir)
     try:
-        cursor, found = store.db.execute(view.whole_sql), False
+        # into a temp table first: the store's tables are read in one statement, not for as long as Spark takes the
+        # rows, for a reader holds back the checkpoint of every write made meanwhile
+        store.db.execute(f"CREATE TEMP TABLE {WHOLE} AS {view.whole_sql}")
+        cursor, found = store.db.execute(f"SELECT * FROM temp.{WHOLE}"), False
         while rows := cursor.fetchmany(ROWS_PER_BATCH):
             found = True
             yield from view_batches([(*row, partition.upto, 1, partition.ts) for row in rows], view_columns)
