@@ -124,6 +124,16 @@ def _caught_up(session, sink: str, view: str, *tables: str):
     return lambda: committed_offset(session, sink, view_id) >= max(session.tables.latest_offset(i) for i in ids)
 
 
+def _run_until_caught_up(session, spark, sink: str, view: str, *tables: str) -> None:
+    """Runs the sinks until `sink` on `view` has committed every change of `tables`, then stops them."""
+    scheduler = Scheduler(session.data_dir, session.executor.secret_value, lambda: spark)
+    scheduler.start()
+    try:
+        wait_for(_caught_up(session, sink, view, *tables), what=f"{sink} to commit")
+    finally:
+        scheduler.stop()
+
+
 def _normal(value):
     """SQLite answers timestamps and numeric values as text, numeric sums and averages as floats."""
     import datetime as dt
@@ -180,17 +190,10 @@ def test_a_key_two_relations_changes_touch_in_one_batch_is_written_once(session,
         INSERT INTO events VALUES (1, 1, 10), (2, 1, 20), (3, 2, 30);
     """)
 
-    def run():
-        scheduler = Scheduler(session.data_dir, session.executor.secret_value, lambda: spark)
-        scheduler.start()
-        try:
-            wait_for(_caught_up(session, "placed_lake", "placed", "events", "users"), what="placed_lake to commit")
-        finally:
-            scheduler.stop()
-    run()
+    _run_until_caught_up(session, spark, "placed_lake", "placed", "events", "users")
     # while the sink is stopped, so that its next batch holds both changes
     session.execute("UPDATE users SET region = 'east' WHERE id = 1; UPDATE events SET amount = 21 WHERE id = 2")
-    run()
+    _run_until_caught_up(session, spark, "placed_lake", "placed", "events", "users")
     got = duckdb_rows(iceberg_table(session, "placed_lake").metadata_location, "id, amount, region", "id")
     assert [(i, float(a), r) for i, a, r in got] == [(1, 10.0, "east"), (2, 21.0, "east"), (3, 30.0, "south")]
 
@@ -209,12 +212,7 @@ def test_a_first_batch_over_a_view_without_rows_commits_and_later_rows_follow(se
     """)
 
     def run():
-        scheduler = Scheduler(session.data_dir, session.executor.secret_value, lambda: spark)
-        scheduler.start()
-        try:
-            wait_for(_caught_up(session, "large_lake", "large", "orders"), what="large_lake to commit")
-        finally:
-            scheduler.stop()
+        _run_until_caught_up(session, spark, "large_lake", "large", "orders")
         return duckdb_rows(iceberg_table(session, "large_lake").metadata_location, "customer, total", "customer")
     assert run() == []
     session.execute("INSERT INTO orders VALUES (3, 'ann', 150), (4, 'cy', 120.50); UPDATE orders SET price = 200 "
@@ -234,12 +232,7 @@ def test_a_first_batch_over_a_view_of_star_keeps_the_views_columns_when_its_tabl
         ALTER TABLE orders ADD COLUMN note text;
         INSERT INTO orders VALUES (1, 'ann', 50, 'gift'), (2, 'bob', 5, NULL), (3, 'cy', 12.25, 'rush');
     """)
-    scheduler = Scheduler(session.data_dir, session.executor.secret_value, lambda: spark)
-    scheduler.start()
-    try:
-        wait_for(_caught_up(session, "dear_lake", "dear", "orders"), what="dear_lake to commit")
-    finally:
-        scheduler.stop()
+    _run_until_caught_up(session, spark, "dear_lake", "dear", "orders")
     got = duckdb_rows(iceberg_table(session, "dear_lake").metadata_location, "id, customer, price", "id")
     assert [(i, c, float(p)) for i, c, p in got] == [(1, "ann", 50.0), (3, "cy", 12.25)]
 
