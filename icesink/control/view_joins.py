@@ -246,7 +246,7 @@ def view_input(branches: list[tuple[Joins, list[exp.Expression]]], key_outputs, 
                          exp.Placeholder().as_(OFFSET), exp.Placeholder().as_(TS)).from_(
         first.table(first.driving)).limit(1)
     return ViewInput(driving.id, mine.changed_columns, mine.touched_sql, sqlite_sql(query), key_outputs, indexed,
-                     tuple(made.values()), "", tuple(sorted(indexes)), any_key_sql=sqlite_sql(any_key),
+                     tuple(made.values()), join_indexes=tuple(sorted(indexes)), any_key_sql=sqlite_sql(any_key),
                      whole_sql=sqlite_sql(whole))
 
 

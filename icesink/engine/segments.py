@@ -209,8 +209,7 @@ def prune(store, table_id: str, readers: Callable[[], set[str]]) -> int:
     """Deletes the segments (and entries of an older icesink's log) up to what every one of `readers()` (the table's
     sinks) acknowledged, or all of them when it has none, once its copy is in the store; the floor moves there, and a
     sink that starts later reads a snapshot (export_snapshot). Returns the segments deleted."""
-    base = store.base(table_id)
-    if base is not None and base.loaded < base.rows:
+    if store.loading(table_id):
         return 0
     with store.transaction():
         acked, sinks = store.acknowledged(table_id), readers()

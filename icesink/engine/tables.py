@@ -121,6 +121,11 @@ class Base:
     def rows(self) -> int:
         return self.upto - self.after
 
+    @property
+    def loading(self) -> bool:
+        """Whether some of its rows are not in the table yet."""
+        return self.loaded < self.rows
+
 
 # The page cache of a connection that writes tables, in MiB. A transaction's changes land on keys all over a table
 # and its indexes, and the pages it dirties past the cache are spilled to the write-ahead log and read back from
@@ -230,6 +235,11 @@ class TableStore:
         """Offsets (after, after + count] are taken, inside the caller's transaction, for changes not in the log."""
         if self.db.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'changes'", (after + count,)).rowcount == 0:
             self.db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('changes', ?)", (after + count,))
+
+    def loading(self, table_id: str) -> bool:
+        """Whether a copy of the table (a Postgres source's) is still being loaded into it."""
+        base = self.base(table_id)
+        return base is not None and base.loading
 
     def base(self, table_id: str) -> Base | None:
         row = self.db.execute("SELECT after, upto, ts, files, loaded FROM bases WHERE table_id = ?",

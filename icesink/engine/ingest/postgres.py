@@ -99,7 +99,7 @@ def not_copied_yet(store: TableStore, object_id: str, source_id: str) -> str | N
     if added is not None and added[0] is None:
         return "its source has not copied it yet"
     base = store.base(object_id)
-    if base is not None and base.loaded < base.rows:
+    if base is not None and base.loading:
         return f"its copy is still being loaded ({base.loaded:,} of {base.rows:,} rows)"
     return None
 

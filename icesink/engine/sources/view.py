@@ -75,7 +75,9 @@ class ViewReader(EngineTableReader):
             return super().latestOffset()
         store = TableStore(self.data_dir)
         try:
-            if copy_loading(store, [self.table_id]):
+            # a copy's offsets count as the table's from its start: a first batch over part of its rows would
+            # never see the rest
+            if store.loading(self.table_id):
                 return {"offset": self.start}
             if self.view.whole_sql:  # the first batch reads the table's rows: no snapshot of them to export
                 return {"offset": max(store.latest_offset(self.table_id, len(self.columns)), self.start)}
@@ -102,13 +104,6 @@ class ViewReader(EngineTableReader):
         finally:
             store.close()
         yield from view_batches(rows, self.view_columns)
-
-
-def copy_loading(store, table_ids) -> bool:
-    """Whether a copy (a Postgres source's snapshot) is still being loaded into one of the tables: a sink's first
-    batch waits for it, for the copy's offsets count as the table's from the start, and a view computed from part
-    of its rows would never see the rest."""
-    return any((base := store.base(t)) is not None and base.loaded < base.rows for t in table_ids)
 
 
 def whole_view(data_dir, view: ViewInput, partition: WholeView, view_columns: list[dict]):
