@@ -328,13 +328,18 @@ def _keyed(view: CatalogObject, branch: _Branch, pos: int) -> _Branch:
     return dataclasses.replace(branch, key_outputs=key_outputs, index_keys=index_keys(keys))
 
 
-def index_keys(keys: list[exp.Expression]) -> tuple[str, ...]:
-    """The key's expressions over columns as an index takes them, a time bucket (`date_trunc`) first: a batch looks
-    each key up by all of them, so their order is free, and a table's writes come in bunches of time (new events
-    now, a correction of an hour's), whose entries then share a few pages of the index rather than one page each."""
+def index_order(keys: list[exp.Expression]) -> list[exp.Expression]:
+    """The key's expressions over columns in the order of its index, a time bucket (`date_trunc`) first: a batch
+    looks each key up by all of them, so their order is free, and a table's writes come in bunches of time (new
+    events now, a correction of an hour's), whose entries then share a few pages of the index rather than one page
+    each."""
     over_columns = [k for k in keys if k.find(exp.Column)]
-    ordered = sorted(over_columns, key=lambda k: not isinstance(k, (exp.TimestampTrunc, exp.DateTrunc)))
-    return tuple(_index_key(k) for k in ordered)
+    return sorted(over_columns, key=lambda k: not isinstance(k, (exp.TimestampTrunc, exp.DateTrunc)))
+
+
+def index_keys(keys: list[exp.Expression]) -> tuple[str, ...]:
+    """The key's expressions as its index takes them (`index_order`)."""
+    return tuple(_index_key(k) for k in index_order(keys))
 
 
 def _shown(key: exp.Expression) -> str:

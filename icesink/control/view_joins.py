@@ -18,7 +18,7 @@ from ..engine.tables import storage_name
 from ..model.descriptors import ViewInput, ViewSide
 from .queries import sqlite_sql
 from .view_inputs import (CHANGES, OFFSET, TOUCHED, TOUCHED_ALIAS, TS, Relation, _index_key, _refuse, group_column,
-                          index_keys, key_column)
+                          index_keys, index_order, key_column)
 
 
 def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
@@ -247,7 +247,18 @@ def view_input(branches: list[tuple[Joins, list[exp.Expression]]], key_outputs, 
         first.table(first.driving)).limit(1)
     return ViewInput(driving.id, mine.changed_columns, mine.touched_sql, sqlite_sql(query), key_outputs, indexed,
                      tuple(made.values()), join_indexes=tuple(sorted(indexes)), any_key_sql=sqlite_sql(any_key),
-                     whole_sql=sqlite_sql(whole))
+                     whole_sql=sqlite_sql(whole), split_sql=_split(whole, keys) if len(branches) == 1 else "")
+
+
+def _split(whole: exp.Expression, keys: list[exp.Expression]) -> str:
+    """The whole view's rows whose key has its index's first expression between :lo and :hi: a first batch computes
+    ranges of them on every core, each range's groups whole. (A UNION's queries may index their keys in different
+    orders: it is computed in one piece.)"""
+    ordered = index_order(keys)
+    if not ordered or not isinstance(whole, exp.Select):
+        return ""
+    bounded = exp.Between(this=ordered[0].copy(), low=exp.Placeholder(this="lo"), high=exp.Placeholder(this="hi"))
+    return sqlite_sql(whole.copy().where(bounded))
 
 
 def _union_all(selects: list[exp.Select]) -> exp.Expression:

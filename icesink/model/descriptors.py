@@ -343,8 +343,9 @@ class ViewInput:
     `query_sql` computes the view's rows for those keys alone, each followed by its key (_icesink_g0, …).
     `key_outputs`: for each of the view's columns, which key expression it is (None: not one), to write a key's
     deletion. `index_keys`: the key's expressions as an index of the input takes them, for `query_sql` to look each
-    touched key up by. A sink's first batch computes the whole view by `whole_sql` in one pass over its tables, and
-    when the view is empty, recomputes the key `any_key_sql` finds, so that its commit records the batch's offset.
+    touched key up by. A sink's first batch computes the whole view by `whole_sql` in one pass over its tables (or,
+    with `split_sql`, in ranges of the first of `index_keys`, one pass each), and when the view is empty, recomputes
+    the key `any_key_sql` finds, so that its commit records the batch's offset.
 
     A view that joins relations has `others`, the other relations it reads (engine/sources/joined_view.py),
     `all_keys_sql`, every key the view has now (the first batch of a sink planned before `whole_sql`), and
@@ -365,6 +366,7 @@ class ViewInput:
     recomputed: bool = False
     any_key_sql: str = ""  # one key of the driving relation, whatever it is (offset and time its parameters)
     whole_sql: str = ""  # the whole view's query over the store (a sink's first batch), columns in the view's order
+    split_sql: str = ""  # whole_sql for the keys whose first index expression is between :lo and :hi
 
     @property
     def index_name(self) -> str:
@@ -399,6 +401,8 @@ class ViewInput:
             data["any_key_sql"] = self.any_key_sql
         if self.whole_sql:
             data["whole_sql"] = self.whole_sql
+        if self.split_sql:
+            data["split_sql"] = self.split_sql
         if self.recomputed:
             data["recomputed"] = True
         return data
@@ -411,7 +415,7 @@ class ViewInput:
                    tuple(data["key_outputs"]), tuple(data.get("index_keys", ())),
                    tuple(ViewSide.from_json(side) for side in data.get("others", ())), data.get("all_keys_sql", ""),
                    tuple(tuple(pair) for pair in data.get("join_indexes", ())), bool(data.get("recomputed", False)),
-                   data.get("any_key_sql", ""), data.get("whole_sql", ""))
+                   data.get("any_key_sql", ""), data.get("whole_sql", ""), data.get("split_sql", ""))
 
 
 # ---------------------------------------------------------------- sinks

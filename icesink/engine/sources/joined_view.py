@@ -18,7 +18,7 @@ from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
 from .engine_table import EngineTableInput, EngineTableReader
 from .view import (ViewChanges, ViewInputs, WholeView, changes_of, create_indexes, recompute,
-                   recompute_keys, view_batches, whole_view)
+                   recompute_keys, view_batches, whole_partitions, whole_view)
 
 
 class Changes(InputPartition):
@@ -80,8 +80,9 @@ class JoinedViewReader(DataSourceStreamReader):
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         self.planned = max(self.planned, end["offset"])
         if start["offset"] == 0:
-            kind = WholeView if self.view.whole_sql else AllKeys  # AllKeys: sinks planned before whole_sql
-            return [kind(end["offset"], int(time.time() * 1000))]
+            if self.view.whole_sql:
+                return whole_partitions(self.data_dir, self.view, end["offset"])
+            return [AllKeys(end["offset"], int(time.time() * 1000))]  # a sink planned before whole_sql
         return [Changes(side, part) for side, reader in enumerate(self.readers)
                 for part in reader.partitions(start, end)]
 

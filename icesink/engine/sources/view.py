@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sqlite3
 import time
@@ -55,11 +56,62 @@ class ViewSource(ViewChanges, EngineTableSource):
 
 
 class WholeView(InputPartition):
-    """The whole view, computed at offset `upto` (a sink's first batch)."""
+    """The whole view, computed at offset `upto` (a sink's first batch); with `bounds`, (lo, hi), its keys whose
+    index's first expression is between them."""
 
-    def __init__(self, upto: int, ts: int):
-        super().__init__((upto, ts))
-        self.upto, self.ts = upto, ts
+    def __init__(self, upto: int, ts: int, bounds: tuple | None = None):
+        super().__init__((upto, ts, bounds))
+        self.upto, self.ts, self.bounds = upto, ts, bounds
+
+
+# the distinct values of a key's first expression a first batch looks for to cut it into ranges, one index seek each
+SPLIT_SEEKS = 4096
+
+
+def whole_partitions(data_dir, view: ViewInput, upto: int) -> list[WholeView]:
+    """A first batch's partitions: the whole view, in one range of its key per core where its index has the key's
+    first expression. The ranges are cut between that expression's distinct values (as many of them each), or, when
+    they are more than SPLIT_SEEKS integers, into equal spans of them. The values are read after `upto` was fixed:
+    a row at `upto` whose value is gone by now was changed after it, and the next batch recomputes its key."""
+    from ..tables import TableStore
+
+    ts, parts = int(time.time() * 1000), os.cpu_count() or 1
+    if not view.split_sql or parts < 2:
+        return [WholeView(upto, ts)]
+    store = TableStore(data_dir)
+    try:
+        bounds = _key_ranges(store.db, view, parts)
+    finally:
+        store.close()
+    return [WholeView(upto, ts, b) for b in bounds] if bounds else [WholeView(upto, ts)]
+
+
+def _key_ranges(db, view: ViewInput, parts: int) -> list[tuple]:
+    """(lo, hi) ranges of the first index expression that hold every key of the table, `parts` of them at most; none
+    when its index cannot be sought (a key indexed by its columns), or a key has it NULL (BETWEEN leaves it out)."""
+    key, table = view.index_keys[0], quote(storage_name(view.input_id))
+    seek = f"SELECT min({key}) FROM {table} WHERE {key} > ?"
+    if "INDEX" not in " ".join(str(row[-1]) for row in db.execute(f"EXPLAIN QUERY PLAN {seek}", (0,))):
+        return []
+    if db.execute(f"SELECT 1 FROM {table} WHERE {key} IS NULL LIMIT 1").fetchone():
+        return []
+    values = [db.execute(f"SELECT min({key}) FROM {table}").fetchone()[0]]
+    while values[-1] is not None and len(values) <= SPLIT_SEEKS:
+        values.append(db.execute(seek, (values[-1],)).fetchone()[0])
+    if values[-1] is None:
+        values.pop()
+        if len(values) < 2:
+            return []
+        starts = sorted({i * len(values) // parts for i in range(parts)})
+        ends = [start - 1 for start in starts[1:]] + [len(values) - 1]
+        return [(values[a], values[b]) for a, b in zip(starts, ends)]
+    low, high = values[0], db.execute(f"SELECT max({key}) FROM {table}").fetchone()[0]
+    if not (isinstance(low, int) and isinstance(high, int)):
+        return []
+    # every value is a number between them (SQLite orders text and blobs after numbers), not always an integer: the
+    # spans share their ends, whose keys two partitions then compute alike, once each
+    span = -(-(high - low) // parts)
+    return [(low + i * span, min(high, low + (i + 1) * span)) for i in range(parts) if low + i * span < high]
 
 
 class ViewReader(EngineTableReader):
@@ -88,7 +140,7 @@ class ViewReader(EngineTableReader):
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         if start["offset"] == 0 and self.view.whole_sql:
             self.planned = max(self.planned, end["offset"])
-            return [WholeView(end["offset"], int(time.time() * 1000))]
+            return whole_partitions(self.data_dir, self.view, end["offset"])
         return super().partitions(start, end)
 
     def read(self, partition):
@@ -117,7 +169,11 @@ def whole_view(data_dir, view: ViewInput, partition: WholeView, view_columns: li
     try:
         # into a temp table first: the store's tables are read in one statement, not for as long as Spark takes the
         # rows, for a reader holds back the checkpoint of every write made meanwhile
-        store.db.execute(f"CREATE TEMP TABLE {WHOLE} AS {view.whole_sql}")
+        if partition.bounds is None:
+            store.db.execute(f"CREATE TEMP TABLE {WHOLE} AS {view.whole_sql}")
+        else:
+            lo, hi = partition.bounds
+            store.db.execute(f"CREATE TEMP TABLE {WHOLE} AS {view.split_sql}", {"lo": lo, "hi": hi})
         cursor, found = store.db.execute(f"SELECT * FROM temp.{WHOLE}"), False
         while rows := cursor.fetchmany(ROWS_PER_BATCH):
             found = True
