@@ -320,6 +320,35 @@ def test_a_replicated_tables_small_segments_are_read_together_in_offset_order(tm
     store.close()
 
 
+def test_a_batch_of_an_engine_tables_log_is_read_in_even_parts_one_per_core(tmp_path):
+    """A batch's changes are read a partition per core, each as many as the others (a view's partition recomputes what
+    its changes touch, seconds of one core: a batch cut into 250,000 entries and a rest left a core idle), and every
+    change once, in offset order."""
+    import json
+    import os
+
+    from icesink.engine.sources.engine_table import EngineTableReader
+    from icesink.engine.tables import TableStore
+    from icesink.model.types import Column
+
+    store = TableStore(tmp_path)
+    columns = (Column("id", "bigint"), Column("note", "text"))
+    store.create("e1", columns, ("id",))
+    with store.transaction() as db:
+        db.execute("INSERT INTO t_e1 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 30000) "
+                   "SELECT i, 'a' FROM n")
+    with store.transaction() as db:
+        db.execute("UPDATE t_e1 SET note = 'b' WHERE id <= 2000")
+    reader = EngineTableReader({"data_dir": str(tmp_path), "table_id": "e1",
+                                "columns": json.dumps([c.as_dict() for c in columns])})
+    parts = reader.partitions({"offset": 0}, {"offset": store.latest_offset("e1")})
+    assert len(parts) == os.cpu_count() and len({p.upto - p.after for p in parts[:-1]}) == 1, parts
+    assert parts[-1].upto - parts[-1].after <= parts[0].upto - parts[0].after
+    offsets = [r["_icesink_offset"] for p in parts for batch in reader.read(p) for r in batch.to_pylist()]
+    assert offsets == list(range(1, 34001))
+    store.close()
+
+
 def test_a_reader_that_read_a_replicated_table_from_the_start_exports_no_snapshot_once_the_log_is_pruned(tmp_path):
     """Only a reader that has read nothing yet starts from a snapshot of the rows when the log below it is gone; one
     that read from offset 0 follows the log on (exporting a snapshot of 10M rows held such a sink up by 19-23 s)."""
