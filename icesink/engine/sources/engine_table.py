@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -99,14 +98,14 @@ class EngineTableSource(DataSource):
         return EngineTableReader(self.options)
 
 
-def _log_step(entries: int) -> int:
-    """The offsets of a partition of a batch's JSON log: up to ROWS_PER_PARTITION, in whole waves of one partition
-    per core (a view's partition recomputes what its changes touch, seconds of one core: 250,000 entries and a
-    remainder of 110,000 left a core idle for half the batch)."""
-    cores = os.cpu_count() or 1
-    count = -(-entries // ROWS_PER_PARTITION)
-    count = max(1, min(-(-count // cores) * cores, entries // MIN_ROWS_PER_PARTITION))
-    return max(1, -(-entries // count))
+def _log_step(offsets: int, cores: int) -> int:
+    """The offsets of a partition of a batch's JSON log (the store's, which its tables share): up to
+    ROWS_PER_PARTITION, in whole waves of one partition per core of Spark's (a view's partition recomputes what its
+    changes touch, seconds of one core: 250,000 entries and a remainder of 110,000 left a core idle for half the
+    batch)."""
+    count = -(-offsets // ROWS_PER_PARTITION)
+    count = max(1, min(-(-count // cores) * cores, offsets // MIN_ROWS_PER_PARTITION))
+    return max(1, -(-offsets // count))
 
 
 class EngineTableReader(DataSourceStreamReader):
@@ -116,6 +115,7 @@ class EngineTableReader(DataSourceStreamReader):
         self.columns = json.loads(options["columns"])
         self.start = int(options.get("start", "0"))
         self.replicated = options.get("replicated") == "true"
+        self.cores = int(options.get("cores") or 1)  # Spark's parallelism
         self.snapshot: int | None = None  # the offset of the snapshot this reader's first batch reads
         # the end of the last batch Spark planned: a reader that has read past 0 follows the log from there, whatever
         # was pruned below it since, and needs no snapshot
@@ -185,7 +185,7 @@ class EngineTableReader(DataSourceStreamReader):
             if compacted:  # one read, one consistent view: compaction may change the prefix between two reads
                 parts.append(OffsetRange(a, b))
             else:
-                bounds = list(range(a, b, _log_step(b - a))) + [b]
+                bounds = list(range(a, b, _log_step(b - a, self.cores))) + [b]
                 parts += [OffsetRange(x, y) for x, y in zip(bounds, bounds[1:])]
         return parts or [OffsetRange(after, upto)]
 
@@ -285,7 +285,8 @@ class EngineTableInput(Input):
         return (spark.readStream.format(EngineTableSource.name())
                 .option("data_dir", str(Path(self.catalog.data_dir).resolve())).option("table_id", self.relation.id)
                 .option("columns", json.dumps([c.as_dict() for c in self.relation.descriptor.columns]))
-                .option("start", str(start.offset)).option("replicated", str(self.replicated).lower()))
+                .option("start", str(start.offset)).option("replicated", str(self.replicated).lower())
+                .option("cores", str(spark.sparkContext.defaultParallelism)))
 
     def holds_changes_after(self, frontier: Offset) -> bool:
         return self.log.latest_offset(self.relation.id, len(self.relation.descriptor.columns)) > frontier.offset

@@ -38,8 +38,8 @@ class AllKeys(InputPartition):
 
 
 class JoinedViewSource(ViewChanges):
-    """Options: data_dir, start (exclusive offset), view (ViewInput's JSON), view_columns, and relations: a JSON
-    list of {table_id, columns} in the order of ViewInput.table_ids."""
+    """Options: data_dir, start (exclusive offset), view (ViewInput's JSON), view_columns, cores (Spark's
+    parallelism), and relations: a JSON list of {table_id, columns} in the order of ViewInput.table_ids."""
 
     @classmethod
     def name(cls) -> str:
@@ -58,8 +58,10 @@ class JoinedViewReader(DataSourceStreamReader):
         self.relations = json.loads(options["relations"])
         # each relation's changes as its own reader finds them (its log, segments and base; never a snapshot: the
         # first batch computes the whole view instead)
+        self.cores = int(options.get("cores") or 1)
         self.readers = [EngineTableReader({"data_dir": options["data_dir"], "table_id": r["table_id"],
-                                           "columns": json.dumps(r["columns"]), "start": options.get("start", "0")})
+                                           "columns": json.dumps(r["columns"]), "start": options.get("start", "0"),
+                                           "cores": str(self.cores)})
                         for r in self.relations]
         self.planned = self.start  # the end of the last batch Spark planned
 
@@ -81,7 +83,7 @@ class JoinedViewReader(DataSourceStreamReader):
         self.planned = max(self.planned, end["offset"])
         if start["offset"] == 0:
             if self.view.whole_sql:
-                return whole_partitions(self.data_dir, self.view, end["offset"])
+                return whole_partitions(self.data_dir, self.view, end["offset"], self.cores)
             return [AllKeys(end["offset"], int(time.time() * 1000))]  # a sink planned before whole_sql
         return [Changes(side, part) for side, reader in enumerate(self.readers)
                 for part in reader.partitions(start, end)]
@@ -123,4 +125,5 @@ class JoinedViewInput(ViewInputs):
         return (spark.readStream.format(JoinedViewSource.name())
                 .option("data_dir", str(Path(self.catalog.data_dir).resolve())).option("start", str(start.offset))
                 .option("view", json.dumps(self.view.to_json())).option("relations", json.dumps(tables))
-                .option("view_columns", self._columns()).load())
+                .option("view_columns", self._columns()).option("cores", str(spark.sparkContext.defaultParallelism))
+                .load())

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import sqlite3
 import time
@@ -57,41 +56,43 @@ class ViewSource(ViewChanges, EngineTableSource):
 
 class WholeView(InputPartition):
     """The whole view, computed at offset `upto` (a sink's first batch); with `bounds`, (lo, hi), its keys whose
-    index's first expression is between them."""
+    index's first expression is between them. The first such partition stands for an empty view (whole_view)."""
 
-    def __init__(self, upto: int, ts: int, bounds: tuple | None = None):
+    def __init__(self, upto: int, ts: int, bounds: tuple | None = None, first: bool = True):
         super().__init__((upto, ts, bounds))
-        self.upto, self.ts, self.bounds = upto, ts, bounds
+        self.upto, self.ts, self.bounds, self.first = upto, ts, bounds, first
 
 
 # the distinct values of a key's first expression a first batch looks for to cut it into ranges, one index seek each
 SPLIT_SEEKS = 4096
 
 
-def whole_partitions(data_dir, view: ViewInput, upto: int) -> list[WholeView]:
-    """A first batch's partitions: the whole view, in one range of its key per core where its index has the key's
-    first expression. The ranges are cut between that expression's distinct values (as many of them each), or, when
-    they are more than SPLIT_SEEKS integers, into equal spans of them. The values are read after `upto` was fixed:
-    a row at `upto` whose value is gone by now was changed after it, and the next batch recomputes its key."""
+def whole_partitions(data_dir, view: ViewInput, upto: int, cores: int) -> list[WholeView]:
+    """A first batch's partitions: the whole view, in one range of its key per core of Spark's where its index has
+    the key's first expression. The ranges are cut between that expression's distinct values (as many of them each),
+    or, when they are more than SPLIT_SEEKS integers, into equal spans of them (of values, not rows: skewed keys
+    load one range more). The values are read after `upto` was fixed: a row at `upto` whose value is gone by now was
+    changed after it, and the next batch recomputes its key."""
     from ..tables import TableStore
 
-    ts, parts = int(time.time() * 1000), os.cpu_count() or 1
-    if not view.split_sql or parts < 2:
+    ts = int(time.time() * 1000)
+    if not view.split_sql or cores < 2:
         return [WholeView(upto, ts)]
     store = TableStore(data_dir)
     try:
-        bounds = _key_ranges(store.db, view, parts)
+        bounds = _key_ranges(store.db, view, cores)
     finally:
         store.close()
-    return [WholeView(upto, ts, b) for b in bounds] if bounds else [WholeView(upto, ts)]
+    return [WholeView(upto, ts, b, i == 0) for i, b in enumerate(bounds)] if bounds else [WholeView(upto, ts)]
 
 
 def _key_ranges(db, view: ViewInput, parts: int) -> list[tuple]:
     """(lo, hi) ranges of the first index expression that hold every key of the table, `parts` of them at most; none
-    when its index cannot be sought (a key indexed by its columns), or a key has it NULL (BETWEEN leaves it out)."""
+    when no index is sought by it (a key indexed by its columns), or a key has it NULL (BETWEEN leaves it out)."""
     key, table = view.index_keys[0], quote(storage_name(view.input_id))
     seek = f"SELECT min({key}) FROM {table} WHERE {key} > ?"
-    if "INDEX" not in " ".join(str(row[-1]) for row in db.execute(f"EXPLAIN QUERY PLAN {seek}", (0,))):
+    plan = " ".join(str(row[-1]) for row in db.execute(f"EXPLAIN QUERY PLAN {seek}", (0,)))
+    if not re.search(r"^SEARCH .*\(.*>\?\)", plan):  # else each seek is a scan
         return []
     if db.execute(f"SELECT 1 FROM {table} WHERE {key} IS NULL LIMIT 1").fetchone():
         return []
@@ -140,7 +141,7 @@ class ViewReader(EngineTableReader):
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         if start["offset"] == 0 and self.view.whole_sql:
             self.planned = max(self.planned, end["offset"])
-            return whole_partitions(self.data_dir, self.view, end["offset"])
+            return whole_partitions(self.data_dir, self.view, end["offset"], self.cores)
         return super().partitions(start, end)
 
     def read(self, partition):
@@ -161,8 +162,8 @@ class ViewReader(EngineTableReader):
 def whole_view(data_dir, view: ViewInput, partition: WholeView, view_columns: list[dict]):
     """Arrow record batches of every row of the view, computed in one pass over its tables as they are (at or
     after `partition.upto`), each an upsert at that offset. An empty view gives the deletion (or row) of one key of
-    its driving table instead, so that the commit records the offset; an empty driving table gives nothing (the
-    next batch computes the whole view again)."""
+    its driving table instead (the first range's partition does), so that the commit records the offset; an empty
+    driving table gives nothing (the next batch computes the whole view again)."""
     from ..tables import TableStore
 
     store = TableStore(data_dir)
@@ -178,7 +179,7 @@ def whole_view(data_dir, view: ViewInput, partition: WholeView, view_columns: li
         while rows := cursor.fetchmany(ROWS_PER_BATCH):
             found = True
             yield from view_batches([(*row, partition.upto, 1, partition.ts) for row in rows], view_columns)
-        if not found and view.any_key_sql:
+        if not found and view.any_key_sql and partition.first:
             rows = recompute_keys(store.db, view, view.any_key_sql, (partition.upto, partition.ts))
             yield from view_batches(rows, view_columns)
     finally:
