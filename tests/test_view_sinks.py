@@ -454,7 +454,14 @@ def test_seed_004_views_reach_iceberg_exactly_while_serve_is_killed(session):
     final = serve(session.data_dir)
     try:
         for sink, (view, tables, _, _) in SEED_004_SINKS.items():
-            wait_for(_caught_up(session, sink, view, *tables.split(", ")), timeout=180, what=f"{sink} to catch up")
+            try:
+                wait_for(_caught_up(session, sink, view, *tables.split(", ")), timeout=180)
+            except AssertionError:  # why, in the sinks' and the server's words
+                final.send_signal(signal.SIGTERM)
+                final.wait(timeout=120)
+                statuses = rows(session, "SELECT h.status, h.error FROM mz_sinks s JOIN mz_internal.mz_sink_status_history "
+                                         f"h ON s.id = h.sink_id WHERE s.name = '{sink}'")[-8:]
+                pytest.fail(f"{sink} did not catch up; statuses {statuses}; serve said: {final.stderr.read()[-4000:]}")
     finally:
         final.send_signal(signal.SIGTERM)
         assert final.wait(timeout=120) == 0
