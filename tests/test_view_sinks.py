@@ -151,12 +151,17 @@ def _normal(value):
     return value
 
 
-def _check(session, sink: str) -> int:
-    view, columns, order = VIEWS[sink]
+def _view_and_table(session, sink: str, view: str, columns: str, order: str) -> tuple[list, list]:
+    """The view's rows as SELECT computes them from scratch, and the sink's Iceberg table's as DuckDB reads them."""
     expected = [tuple(_normal(v) for v in r)
                 for r in rows(session, f"SELECT {columns} FROM {view} ORDER BY {order}")]
     got = [tuple(_normal(v) for v in r)
            for r in duckdb_rows(iceberg_table(session, sink).metadata_location, columns, order)]
+    return expected, got
+
+
+def _check(session, sink: str) -> int:
+    expected, got = _view_and_table(session, sink, *VIEWS[sink])
     assert got == expected, sink
     return len(expected)
 
@@ -451,26 +456,25 @@ def test_seed_004_views_reach_iceberg_exactly_while_serve_is_killed(session):
         writer.stopped.set()
         writer.join()
     assert seams == 2  # killed at both seams of the commit protocol
-    final = serve(session.data_dir)
+    final, stalled = serve(session.data_dir), None
     try:
         for sink, (view, tables, _, _) in SEED_004_SINKS.items():
             try:
                 wait_for(_caught_up(session, sink, view, *tables.split(", ")), timeout=180)
-            except AssertionError:  # why, in the sinks' and the server's words
-                final.send_signal(signal.SIGTERM)
-                final.wait(timeout=120)
-                statuses = rows(session, "SELECT h.status, h.error FROM mz_sinks s JOIN mz_internal.mz_sink_status_history "
-                                         f"h ON s.id = h.sink_id WHERE s.name = '{sink}'")[-8:]
-                pytest.fail(f"{sink} did not catch up; statuses {statuses}; serve said: {final.stderr.read()[-4000:]}")
+            except AssertionError:
+                stalled = sink
+                break
     finally:
         final.send_signal(signal.SIGTERM)
-        assert final.wait(timeout=120) == 0
+        ended = final.wait(timeout=120)
+    if stalled:  # why, in the sink's and the server's words
+        statuses = rows(session, "SELECT h.status, h.error FROM mz_sinks s JOIN mz_internal.mz_sink_status_history h "
+                                 f"ON s.id = h.sink_id WHERE s.name = '{stalled}'")[-8:]
+        pytest.fail(f"{stalled} did not catch up; statuses {statuses}; serve said: {final.stderr.read()[-4000:]}")
+    assert ended == 0
     for sink, (view, _, columns, order) in SEED_004_SINKS.items():
-        expected = [tuple(_normal(v) for v in r)
-                    for r in rows(session, f"SELECT {columns} FROM {view} ORDER BY {order}")]
+        expected, got = _view_and_table(session, sink, view, columns, order)
         assert len(expected) > {"category_sales": 1, "top_products": 2}.get(view, 20)
-        got = [tuple(_normal(v) for v in r)
-               for r in duckdb_rows(iceberg_table(session, sink).metadata_location, columns, order)]
         assert got == expected, sink
     assert ("failed",) not in rows(session, "SELECT DISTINCT status FROM mz_internal.mz_sink_status_history")
 
@@ -558,7 +562,5 @@ def test_a_first_batch_computes_ranges_of_the_views_key_on_every_core_and_misses
     _run_until_caught_up(session, spark, "dear_lake", "dear", "events")
     for sink, view, columns, key in (("hourly_lake", "hourly", "customer, hour, n, total", "customer, hour"),
                                      ("dear_lake", "dear", "id, customer, price", "id")):
-        expected = [tuple(_normal(v) for v in r) for r in rows(session, f"SELECT {columns} FROM {view} ORDER BY {key}")]
-        got = [tuple(_normal(v) for v in r)
-               for r in duckdb_rows(iceberg_table(session, sink).metadata_location, columns, key)]
+        expected, got = _view_and_table(session, sink, view, columns, key)
         assert got == expected and len(got) > 900, sink

@@ -26,6 +26,7 @@ from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
 from ...model.types import Column, decoder
 from ..segments import CAST
+from ..sink.key_ranges import sample_cuts
 from ..tables import _affinity, quote, storage_name
 from .base import Input
 from .engine_table import (ROWS_PER_BATCH, BaseRange, EngineTableInput, EngineTableReader, EngineTableSource,
@@ -103,9 +104,8 @@ def _key_ranges(db, view: ViewInput, parts: int) -> list[tuple]:
         values.pop()
         if len(values) < 2:
             return []
-        starts = sorted({i * len(values) // parts for i in range(parts)})
-        ends = [start - 1 for start in starts[1:]] + [len(values) - 1]
-        return [(values[a], values[b]) for a, b in zip(starts, ends)]
+        cuts = sample_cuts(values, parts)  # ascending and distinct: each range ends before the next one's cut
+        return list(zip(cuts, [values[values.index(cut) - 1] for cut in cuts[1:]] + [values[-1]]))
     low, high = values[0], db.execute(f"SELECT max({key}) FROM {table}").fetchone()[0]
     if not (isinstance(low, int) and isinstance(high, int)):
         return []
