@@ -204,6 +204,10 @@ class Joins:
         for part in ("group", "having"):
             if restricted.args.get(part) is not None:
                 restricted.set(part, restricted.args[part].transform(as_touched))
+        group = restricted.args.get("group")
+        if group is not None and all(e in touched_key for e in group.expressions):
+            # one group per touched key, read in the touched table's order: grouped by its rows, SQLite sorts none
+            restricted.set("group", exp.Group(expressions=[exp.column("rowid", table=TOUCHED_ALIAS)]))
         on = exp.and_(*[exp.NullSafeEQ(this=k.copy(), expression=exp.column(key_column(i), table=TOUCHED_ALIAS))
                         for i, k in enumerate(keys)])
         touched = exp.Table(this=exp.to_identifier(TOUCHED), db=exp.to_identifier("temp"),
