@@ -73,15 +73,15 @@ _UNITS = ("microseconds", "milliseconds", "second", "minute", "hour", "day", "we
 
 
 # date_trunc to these units of a timestamp as the store keeps it ('2026-11-01 10:42:07', no fraction or zone): the
-# text to keep, and what follows it; a view grouped by the hour calls it for each row its batch reads
-_CUT = {"day": (10, " 00:00:00"), "hour": (13, ":00:00"), "minute": (16, ":00")}
+# text to keep, and what follows it (queries.py cuts such values in SQLite's own terms the same way)
+DATE_CUTS = {"day": (10, " 00:00:00"), "hour": (13, ":00:00"), "minute": (16, ":00")}
 
 
 def date_trunc(unit, value):
     """date_trunc('hour', ts) on a timestamp or date in Postgres's text form; the result keeps its time zone."""
     if unit is None or value is None:
         return None
-    cut = _CUT.get(unit.lower() if isinstance(unit, str) else None)
+    cut = DATE_CUTS.get(unit.lower() if isinstance(unit, str) else None)
     if cut is not None and isinstance(value, str) and len(value) == 19 and value[10] == " " and value[4] == "-":
         return value[:cut[0]] + cut[1]
     unit = str(unit).lower().rstrip("s") if str(unit).lower() not in _UNITS else str(unit).lower()

@@ -7,6 +7,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..catalog.schema import SCHEMA_OF_VIEW, VIEWS
+from ..catalog.sql_functions import DATE_CUTS
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast
 from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
@@ -146,13 +147,33 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
             return exp.Anonymous(this="icesink_row", expressions=[a.transform(replace) for a in node.expressions])
         if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
             unit = node.args.get("unit")
-            unit = exp.Literal.string(unit.name if isinstance(unit, (exp.Var, exp.Literal)) else str(unit))
-            return exp.Anonymous(this="icesink_date_trunc", expressions=[unit, node.this.transform(replace)])
+            return _date_trunc(unit.name if isinstance(unit, (exp.Var, exp.Literal)) else str(unit),
+                               node.this.transform(replace))
         return node
     tree = tree.transform(replace)
     for select in list(tree.find_all(exp.Select)):
         _series_joined(select)
     return tree
+
+
+def _date_trunc(unit: str, value: exp.Expression) -> exp.Expression:
+    """date_trunc(unit, value) as SQLite runs it. Of a column, to the day, hour or minute: a timestamp in the store's
+    own form ('2026-11-01 10:42:07') is cut in SQLite's own terms, as sql_functions.date_trunc would cut it, and
+    anything else goes to that function. A view keyed by the hour computes it for each row a write moves in its
+    index: 50,000 rows' UPDATE spent 0.29 s of its 1.9 s calling Python."""
+    call = exp.Anonymous(this="icesink_date_trunc", expressions=[exp.Literal.string(unit), value])
+    cut = DATE_CUTS.get(unit.lower())
+    if cut is None or not isinstance(value, exp.Column):
+        return call
+    def text(*arguments) -> exp.Expression:
+        return exp.Anonymous(this="substr", expressions=[value.copy(), *map(exp.Literal.number, arguments)])
+    canonical = exp.and_(
+        exp.EQ(this=exp.Anonymous(this="typeof", expressions=[value.copy()]), expression=exp.Literal.string("text")),
+        exp.EQ(this=exp.Anonymous(this="length", expressions=[value.copy()]), expression=exp.Literal.number(19)),
+        exp.EQ(this=text(11, 1), expression=exp.Literal.string(" ")),
+        exp.EQ(this=text(5, 1), expression=exp.Literal.string("-")))
+    cut_text = exp.DPipe(this=text(1, cut[0]), expression=exp.Literal.string(cut[1]))
+    return exp.Case(ifs=[exp.If(this=canonical, true=cut_text)], default=call)
 
 
 def _series(call: exp.Expression, column: str) -> exp.Expression:
