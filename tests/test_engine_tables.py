@@ -210,6 +210,45 @@ def test_date_trunc_of_a_column_agrees_whatever_form_its_timestamps_take(session
                          "ORDER BY 1") == [("2024-03-05 10:00:00", 2), (None, 1)]  # NULLs last, as Postgres
 
 
+def test_insert_select_stores_and_refuses_what_each_columns_input_function_would(session):
+    """Values SQLite computes go into a table as the columns' input functions take them, whether SQLite can tell
+    they are already stored as such (integers in range, text, timestamps in the store's form) or not."""
+    session.execute("CREATE TABLE v (id bigint NOT NULL, small smallint, n int, note text, at timestamp, "
+                    "PRIMARY KEY (id))")
+    session.execute("INSERT INTO v SELECT n, n - 32769, n * 1000, n % 7, '2024-02-' || (n + 27) || ' 10:11:12' "
+                    "FROM generate_series(1, 2) AS n")
+    session.execute("INSERT INTO v SELECT 3, '12', 2147483647, 7 / 2, '2024-02-29T10:11:12'")
+    assert rows(session, "SELECT id, small, n, note, at FROM v ORDER BY id") == [
+        (1, -32768, 1000, "1", "2024-02-28 10:11:12"), (2, -32767, 2000, "2", "2024-02-29 10:11:12"),
+        (3, 12, 2147483647, "3", "2024-02-29 10:11:12")]
+    for sql, message in [
+            ("INSERT INTO v SELECT 4, n - 32770, 0, '', NULL FROM generate_series(1, 1) AS n", "smallint out of range"),
+            ("INSERT INTO v SELECT 4, 0, n + 2147483647, '', NULL FROM generate_series(1, 1) AS n",
+             "integer out of range"),
+            ("INSERT INTO v SELECT 4, 0, 0, '', '2024-02-' || n || ' 00:00:00' FROM generate_series(30, 30) AS n",
+             'invalid input syntax for type timestamp without time zone: "2024-02-30 00:00:00"'),
+            ("INSERT INTO v SELECT 4, 0, 0, '', '2024-03-05 24:00:00'",
+             'invalid input syntax for type timestamp without time zone: "2024-03-05 24:00:00"'),
+            ("INSERT INTO v SELECT 4, 0, 0, '', '0000-01-01 00:00:00'",
+             'invalid input syntax for type timestamp without time zone: "0000-01-01 00:00:00"')]:
+        assert message in error_of(session, sql).message, sql
+    assert rows(session, "SELECT count(*) FROM v") == [(3,)]
+    assert rows(session, "SELECT 'n' || (id + 1) || '-' || id * 2, id + 1 || 'x' FROM v WHERE id = 1") == [
+        ("n2-2", "2x")]  # Postgres binds arithmetic before ||, SQLite after
+
+
+def test_division_and_modulo_compute_as_postgres_does(session):
+    session.execute("CREATE TABLE d (id int NOT NULL, a bigint, b bigint, x double precision, PRIMARY KEY (id))")
+    session.execute("INSERT INTO d VALUES (1, -7, 2, 7.5), (2, 7, -1, -2), (3, 5, 0, 0)")
+    assert rows(session, "SELECT a / b, a % b, x / b, a / (b + 0) FROM d WHERE id < 3 ORDER BY id") == [
+        (-3, -1, 3.75, -3), (-7, 0, 2.0, -7)]
+    assert rows(session, "SELECT -9223372036854775807 - 1 % 2, (-9223372036854775807 - 1) / 2") == [
+        (-9223372036854775808, -4611686018427387904)]
+    for sql in ("SELECT a / b FROM d WHERE id = 3", "SELECT a % b FROM d WHERE id = 3",
+                "SELECT 1 / (a / b) FROM d WHERE id = 3", "SELECT x / (b * 1) FROM d WHERE id = 3"):
+        assert "division by zero" in error_of(session, sql).message, sql
+
+
 @pytest.mark.parametrize("sql, message", [
     ("SELECT * FROM unnest(1)", "the table function unnest() is not supported yet; generate_series() is"),
     ("SELECT date_trunc('fortnight', '2024-01-01')", 'unit "fortnight" not recognized for date_trunc; one of '

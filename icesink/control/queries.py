@@ -111,10 +111,40 @@ def _postgres_arithmetic(tree: exp.Expression) -> exp.Expression:
 
     def replace(node: exp.Expression) -> exp.Expression:
         if isinstance(node, (exp.Div, exp.Mod)):
-            name = "icesink_div" if isinstance(node, exp.Div) else "icesink_mod"
-            return exp.Anonymous(this=name, expressions=[node.this, node.expression])
+            return _division(node, replace)
         return node
     return tree.transform(replace)
+
+
+# what an operand may hold to be written twice over: SQLite computes it again, at once and with no side effect
+_CHEAP = (exp.Column, exp.Identifier, exp.Literal, exp.Paren, exp.Add, exp.Sub, exp.Mul, exp.Neg)
+
+
+def cheap(value: exp.Expression) -> bool:
+    """Whether `value` may be written twice over (_CHEAP)."""
+    return all(isinstance(n, _CHEAP) for n in value.walk())
+
+
+def typeof_is(value: exp.Expression, kind: str) -> exp.Expression:
+    return exp.EQ(this=exp.Anonymous(this="typeof", expressions=[value.copy()]), expression=exp.Literal.string(kind))
+
+
+def _division(node: exp.Div | exp.Mod, replace: Callable) -> exp.Expression:
+    """`/` or `%` as Postgres computes it. Of two integers (by a divisor other than 0 and -1, whose answers SQLite
+    and Postgres differ on), in SQLite's own terms, which truncate toward zero as Postgres does; of anything else,
+    by icesink_div or icesink_mod. `INSERT … SELECT … % n FROM generate_series(…)` called one per row."""
+    dividend, divisor = node.this, node.expression
+    name = "icesink_div" if isinstance(node, exp.Div) else "icesink_mod"
+    if not (cheap(dividend) and cheap(divisor)):
+        # a replaced node's operands are not visited again: a division among them is converted here
+        return exp.Anonymous(this=name, expressions=[dividend.transform(replace), divisor.transform(replace)])
+    call = exp.Anonymous(this=name, expressions=[dividend, divisor])
+    integers = exp.and_(typeof_is(dividend, "integer"), typeof_is(divisor, "integer"),
+                        exp.Not(this=exp.In(this=divisor.copy(), expressions=[exp.Literal.number(0),
+                                                                              exp.Literal.number(-1)])))
+    native = (exp.Div(this=dividend.copy(), expression=divisor.copy(), typed=True) if isinstance(node, exp.Div)
+              else exp.Mod(this=dividend.copy(), expression=divisor.copy()))
+    return exp.Case(ifs=[exp.If(this=integers, true=exp.Paren(this=native))], default=call)
 
 
 # Postgres's functions SQLite lacks, by sqlglot's node for them: the name registered in catalog/sql_functions.py, and
@@ -168,7 +198,7 @@ def _date_trunc(unit: str, value: exp.Expression) -> exp.Expression:
     def text(*arguments) -> exp.Expression:
         return exp.Anonymous(this="substr", expressions=[value.copy(), *map(exp.Literal.number, arguments)])
     canonical = exp.and_(
-        exp.EQ(this=exp.Anonymous(this="typeof", expressions=[value.copy()]), expression=exp.Literal.string("text")),
+        typeof_is(value, "text"),
         exp.EQ(this=exp.Anonymous(this="length", expressions=[value.copy()]), expression=exp.Literal.number(19)),
         exp.EQ(this=text(11, 1), expression=exp.Literal.string(" ")),
         exp.EQ(this=text(5, 1), expression=exp.Literal.string("-")))
@@ -212,7 +242,19 @@ def sqlite_sql(tree: exp.Expression) -> str:
     for column in tree.find_all(exp.Column):
         column.set("db", None)
         column.set("catalog", None)
-    return _postgres_functions(_postgres_arithmetic(tree)).sql(dialect="sqlite")
+    return _postgres_functions(_postgres_arithmetic(concat_parenthesized(tree))).sql(dialect="sqlite")
+
+
+def concat_parenthesized(tree: exp.Expression) -> exp.Expression:
+    """Arithmetic beside `||` in parentheses: Postgres binds it more tightly than `||` (the tree holds
+    'a' || (n + 1) as Postgres reads it, without them), SQLite less tightly, and Spark as tightly, left to right: both
+    would compute ('a' || n) + 1."""
+    for concat in list(tree.find_all(exp.DPipe)):
+        for side in ("this", "expression"):
+            operand = concat.args.get(side)
+            if isinstance(operand, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
+                concat.set(side, exp.Paren(this=operand))
+    return tree
 
 
 def sqlite_tables(binder: Binder, refs: list[ast.TableRef],
@@ -248,7 +290,7 @@ def _plan_iceberg_query(binder: Binder, stmt: ast.Select, refs: list[ast.TableRe
     def name_table(ref: ast.TableRef) -> exp.Table:
         return exp.Table(this=exp.to_identifier(names[id(ref)]),
                          alias=exp.TableAlias(this=identifier(ref.name.parts[-1])))
-    return IcebergQueryPlan(render.query(stmt.query, name_table).sql(dialect="spark"), views)
+    return IcebergQueryPlan(concat_parenthesized(render.query(stmt.query, name_table)).sql(dialect="spark"), views)
 
 
 def generator_source(binder: Binder, obj):
@@ -304,7 +346,8 @@ def _plan_generator_query(binder: Binder, stmt: ast.Select) -> GeneratorQueryPla
         if isinstance(select, exp.Select):
             select.set("expressions", [e if isinstance(e, (exp.Alias, exp.Column, exp.Star)) else
                                        exp.alias_(e, e.sql(), quoted=True) for e in select.expressions])
-    return GeneratorQueryPlan(tree.sql(dialect="spark"), {generated_name(i): obj for i, obj in relations.items()})
+    return GeneratorQueryPlan(concat_parenthesized(tree).sql(dialect="spark"),
+                              {generated_name(i): obj for i, obj in relations.items()})
 
 
 def _with_shows(binder: Binder, name_table: Callable) -> Callable:

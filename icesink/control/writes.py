@@ -17,7 +17,8 @@ from .copy_from import FORMATS, CopyOptions
 from .plans import CopyPlan, InsertRowsPlan, WritePlan
 from ..grammar import render
 from ..grammar.render import identifier
-from .queries import check_table_functions, column_positions, engine_table_storage, sqlite_sql, sqlite_tables
+from .queries import (check_table_functions, cheap, column_positions, engine_table_storage, sqlite_sql,
+                      sqlite_tables, typeof_is)
 from .query import check_qualified_columns, table_refs
 
 INPUT_FUNCTION = "icesink_in"
@@ -55,9 +56,41 @@ def _literal_rows(stmt: ast.Insert):
     return rows
 
 
+# a timestamp in the form the store keeps (its input function's output for it): SQLite's
+# datetime(julianday()) gives it back unchanged only when it is a real moment (it carries February 30th or
+# hour 24 over into the next day or month)
+_STORED_TIMESTAMP = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]"
+_INTEGERS = {"smallint": 2 ** 15, "integer": 2 ** 31}
+
+
+def _as_stored(type_name: str, value: exp.Expression) -> exp.Expression | None:
+    """When `value` is what a column of `type_name` stores of it, unchanged: an integer in the type's range, text
+    for text, a timestamp in the store's form. None for a type without such a test."""
+    if type_name == "bigint":  # every integer SQLite holds
+        return typeof_is(value, "integer")
+    if type_name in _INTEGERS:
+        bound = _INTEGERS[type_name]
+        return exp.and_(typeof_is(value, "integer"), exp.Between(
+            this=value.copy(), low=exp.Literal.number(-bound), high=exp.Literal.number(bound - 1)))
+    if type_name == "text":
+        return typeof_is(value, "text")
+    if type_name == "timestamp":
+        return exp.and_(typeof_is(value, "text"), exp.Glob(this=value.copy(), expression=exp.Literal.string(
+            _STORED_TIMESTAMP)), exp.GTE(this=value.copy(), expression=exp.Literal.string("0001")),
+            exp.EQ(this=exp.Anonymous(this="datetime", expressions=[
+                exp.Anonymous(this="julianday", expressions=[value.copy()])]), expression=value.copy()))
+    return None
+
+
 def _converted(column: Column, value: exp.Expression) -> exp.Expression:
-    return exp.Anonymous(this=INPUT_FUNCTION, expressions=[
+    """The column's input function of `value`. Where SQLite can tell that it would return `value` unchanged, it
+    is not called: an `INSERT … SELECT` of millions of rows called it for each of their values."""
+    call = exp.Anonymous(this=INPUT_FUNCTION, expressions=[
         exp.Literal.string(column.type), exp.Literal.string(column.name), value])
+    stored = _as_stored(column.type, value) if cheap(value) else None
+    if stored is None:
+        return call
+    return exp.Case(ifs=[exp.If(this=stored, true=value.copy())], default=call)
 
 
 def _target(stmt, storage: str) -> exp.Table:
