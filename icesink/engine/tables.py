@@ -136,8 +136,8 @@ CACHE_VARIABLE = "ICESINK_STORE_CACHE_MIB"
 WRITER_CACHE_MIB = 128
 # Every connection reads the store's file through a memory map (SQLite caps it at 2 GiB) rather than copying each
 # page it lacks into its cache: a view's batch looks up its touched groups' rows all over a table and its index,
-# and over 1M events recomputed 100,000 groups in 1.3-1.5 s instead of 2.5-3.0 s; a writer's 50,000-row UPDATE of
-# 10M events with the view's index took 1.16-1.38 s instead of 1.32-1.60 s.
+# and over 1M events recomputed 100,000 groups in 1.45-2.10 s instead of 2.11-2.20 s (alternately, in one process);
+# a writer's 50,000-row UPDATE of 10M events with the view's index took 1.16-1.38 s instead of 1.32-1.60 s.
 MMAP_BYTES = 1 << 40
 
 
