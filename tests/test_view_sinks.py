@@ -533,34 +533,41 @@ def test_a_batch_reads_a_touched_group_through_the_index_by_its_whole_key(sessio
 
 def test_a_first_batch_computes_ranges_of_the_views_key_on_every_core_and_misses_no_key(session, spark):
     """A sink's first batch cuts the whole view into ranges of its index's first expression, one per core of Spark's:
-    between a time bucket's distinct values, or, past SPLIT_SEEKS of them, into spans of integers. Every key of the
-    view reaches the table once, whichever range it fell in, a range's first and last keys included."""
+    between a time bucket's distinct values, or, past SPLIT_SEEKS of them, into spans of integers, or of text at even
+    offsets of the index. Every key of the view reaches the table once, whichever range it fell in, a range's first
+    and last keys included."""
     from icesink.engine.sources import input_for
     from icesink.engine.sources.view import SPLIT_SEEKS, whole_partitions
 
     ids = SPLIT_SEEKS + 900
     session.execute(f"""
         CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
-        CREATE TABLE events (id bigint NOT NULL, customer text, at timestamp, price numeric(10,2), PRIMARY KEY (id));
-        INSERT INTO events SELECT n, 'c' || (n % 37), datetime(1793491800 + (n % 29) * 3600, 'unixepoch'), n % 100
-          FROM generate_series(1, {ids}) AS n;
+        CREATE TABLE events (id bigint NOT NULL, customer text, at timestamp, price numeric(10,2), tag text,
+          PRIMARY KEY (id));
+        INSERT INTO events SELECT n, 'c' || (n % 37), datetime(1793491800 + (n % 29) * 3600, 'unixepoch'), n % 100,
+          't' || (n % {ids - 5}) FROM generate_series(1, {ids}) AS n;
         CREATE MATERIALIZED VIEW hourly AS SELECT customer, date_trunc('hour', at) AS hour, count(*) AS n,
           sum(price) AS total FROM events GROUP BY customer, date_trunc('hour', at);
         CREATE MATERIALIZED VIEW dear AS SELECT id, customer, price FROM events WHERE price > 10;
+        CREATE MATERIALIZED VIEW tagged AS SELECT tag, count(*) AS n, max(price) AS top FROM events GROUP BY tag;
         CREATE SINK hourly_lake FROM hourly INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'hourly')
           KEY (customer, hour) MODE UPSERT WITH (COMMIT INTERVAL '1s');
         CREATE SINK dear_lake FROM dear INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'dear')
           KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+        CREATE SINK tagged_lake FROM tagged INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'tagged')
+          KEY (tag) MODE UPSERT WITH (COMMIT INTERVAL '1s');
     """)
     upto = session.tables.latest_offset(session.catalog.get("events").id)
-    for sink, view in (("hourly_lake", "hourly"), ("dear_lake", "dear")):
+    for sink, view in (("hourly_lake", "hourly"), ("dear_lake", "dear"), ("tagged_lake", "tagged")):
         planned = session.catalog.get(sink).descriptor.view
         input_for(session.catalog, session.catalog.get(view), planned).close()  # as the sink starts: the index made
         bounds = [p.bounds for p in whole_partitions(session.data_dir, planned, upto, 2)]
         assert len(bounds) == 2 and bounds[0][0] < bounds[-1][1], (sink, bounds)
     _run_until_caught_up(session, spark, "hourly_lake", "hourly", "events")
     _run_until_caught_up(session, spark, "dear_lake", "dear", "events")
+    _run_until_caught_up(session, spark, "tagged_lake", "tagged", "events")
     for sink, view, columns, key in (("hourly_lake", "hourly", "customer, hour, n, total", "customer, hour"),
-                                     ("dear_lake", "dear", "id, customer, price", "id")):
+                                     ("dear_lake", "dear", "id, customer, price", "id"),
+                                     ("tagged_lake", "tagged", "tag, n, top", "tag")):
         expected, got = _view_and_table(session, sink, view, columns, key)
         assert got == expected and len(got) > 900, sink

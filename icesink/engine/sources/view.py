@@ -72,7 +72,7 @@ def whole_partitions(data_dir, view: ViewInput, upto: int, cores: int) -> list[W
     """A first batch's partitions: the whole view, in one range of its key per core of Spark's where its index has
     the key's first expression. The ranges are cut between that expression's distinct values (as many of them each),
     or, when they are more than SPLIT_SEEKS integers, into equal spans of them (of values, not rows: skewed keys
-    load one range more). The values are read after `upto` was fixed: a row at `upto` whose value is gone by now was
+    load one range more), and when they are more than SPLIT_SEEKS of anything else, at even offsets of its index. The values are read after `upto` was fixed: a row at `upto` whose value is gone by now was
     changed after it, and the next batch recomputes its key."""
     from ..tables import TableStore
 
@@ -108,11 +108,30 @@ def _key_ranges(db, view: ViewInput, parts: int) -> list[tuple]:
         return list(zip(cuts, [values[values.index(cut) - 1] for cut in cuts[1:]] + [values[-1]]))
     low, high = values[0], db.execute(f"SELECT max({key}) FROM {table}").fetchone()[0]
     if not (isinstance(low, int) and isinstance(high, int)):
-        return []
+        return _ranges_of_rows(db, key, table, parts, low, high)
     # every value is a number between them (SQLite orders text and blobs after numbers), not always an integer: the
     # spans share their ends, whose keys two partitions then compute alike, once each
     span = -(-(high - low) // parts)
     return [(low + i * span, min(high, low + (i + 1) * span)) for i in range(parts) if low + i * span < high]
+
+
+def _ranges_of_rows(db, key: str, table: str, parts: int, low, high) -> list[tuple]:
+    """(lo, hi) ranges of about as many rows each, cut at the values the index holds at even offsets: a walk of its
+    entries up to each cut (0.07 s to 5M entries of a column's index, over 10M rows), where the index holds the
+    values; an expression's index is walked computing it again for each row (10 s to 5M): one range then. SQLite
+    compares the values, in the key's collation (text that holds numbers is ordered as numbers): each range ends at
+    the greatest value below the next cut."""
+    at_offset = f"SELECT {key} FROM {table} ORDER BY {key} LIMIT 1 OFFSET ?"
+    if "COVERING INDEX" not in " ".join(str(row[-1]) for row in db.execute(f"EXPLAIN QUERY PLAN {at_offset}", (0,))):
+        return []
+    rows = db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    cuts = [low]
+    for part in range(1, parts):
+        found = db.execute(at_offset, (part * rows // parts,)).fetchone()
+        if found is not None and found[0] != cuts[-1]:  # the offsets ascend, and so do the values at them
+            cuts.append(found[0])
+    ends = [db.execute(f"SELECT max({key}) FROM {table} WHERE {key} < ?", (cut,)).fetchone()[0] for cut in cuts[1:]]
+    return list(zip(cuts, ends + [high])) if len(cuts) > 1 else []
 
 
 class ViewReader(EngineTableReader):
