@@ -72,8 +72,9 @@ def whole_partitions(data_dir, view: ViewInput, upto: int, cores: int) -> list[W
     """A first batch's partitions: the whole view, in one range of its key per core of Spark's where its index has
     the key's first expression. The ranges are cut between that expression's distinct values (as many of them each),
     or, when they are more than SPLIT_SEEKS integers, into equal spans of them (of values, not rows: skewed keys
-    load one range more), and when they are more than SPLIT_SEEKS of anything else, at even offsets of its index. The values are read after `upto` was fixed: a row at `upto` whose value is gone by now was
-    changed after it, and the next batch recomputes its key."""
+    load one range more), and when they are more than SPLIT_SEEKS of anything else, at even offsets of its index.
+    The values are read after `upto` was fixed: a row at `upto` whose value is gone by now was changed after it, and
+    the next batch recomputes its key."""
     from ..tables import TableStore
 
     ts = int(time.time() * 1000)
