@@ -134,10 +134,12 @@ class Base:
 # batch: writes 2.1-3.5 s with 1 GiB against 3.1-5.9 s), but a writer takes it all once its table is that large.
 CACHE_VARIABLE = "ICESINK_STORE_CACHE_MIB"
 WRITER_CACHE_MIB = 128
-# Every connection reads the store's file through a memory map (SQLite caps it at 2 GiB) rather than copying each
-# page it lacks into its cache: a view's batch looks up its touched groups' rows all over a table and its index,
-# and over 1M events recomputed 100,000 groups in 1.45-2.10 s instead of 2.11-2.20 s (alternately, in one process);
-# a writer's 50,000-row UPDATE of 10M events with the view's index took 1.16-1.38 s instead of 1.32-1.60 s.
+# A connection that only reads reads the store's file through a memory map (SQLite caps it at 2 GiB) rather than
+# copying each page it lacks into its 2 MB cache: a view's batch looks up its touched groups' rows all over a table
+# and its index, and over 1M events recomputed 100,000 groups in 1.45-2.10 s instead of 2.11-2.20 s (alternately,
+# in one process). A writer keeps to its cache: its file grows as it writes (SQLite maps it again as it does), and
+# what it maps counts as its own memory: bench/bulk.py's INSERT of 250,000 rows grew its process by 67 MB with a
+# map, by 0-4 MB without.
 MMAP_BYTES = 1 << 40
 
 
@@ -165,9 +167,10 @@ class TableStore:
             self.db.create_function("icesink_real", 1, _exact_real, deterministic=True)
             self.db.create_collation(NUMERIC_COLLATION, _compare_numeric)
             self.db.execute("PRAGMA synchronous = FULL")  # a write returns only once it is on disk
-            self.db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             if cache_kib:
                 self.db.execute(f"PRAGMA cache_size = -{cache_kib}")
+            else:
+                self.db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             self.db.execute("CREATE TABLE IF NOT EXISTS changes (offset INTEGER PRIMARY KEY AUTOINCREMENT,"
                             " table_id TEXT NOT NULL, diff INTEGER NOT NULL, ts INTEGER NOT NULL, row TEXT NOT NULL)")
             self.db.execute("CREATE INDEX IF NOT EXISTS changes_by_table ON changes(table_id, offset)")
