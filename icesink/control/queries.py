@@ -242,19 +242,7 @@ def sqlite_sql(tree: exp.Expression) -> str:
     for column in tree.find_all(exp.Column):
         column.set("db", None)
         column.set("catalog", None)
-    return _postgres_functions(_postgres_arithmetic(concat_parenthesized(tree))).sql(dialect="sqlite")
-
-
-def concat_parenthesized(tree: exp.Expression) -> exp.Expression:
-    """Arithmetic beside `||` in parentheses: Postgres binds it more tightly than `||` (the tree holds
-    'a' || (n + 1) as Postgres reads it, without them), SQLite less tightly, and Spark as tightly, left to right: both
-    would compute ('a' || n) + 1."""
-    for concat in list(tree.find_all(exp.DPipe)):
-        for side in ("this", "expression"):
-            operand = concat.args.get(side)
-            if isinstance(operand, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
-                concat.set(side, exp.Paren(this=operand))
-    return tree
+    return _postgres_functions(_postgres_arithmetic(tree)).sql(dialect="sqlite")
 
 
 def sqlite_tables(binder: Binder, refs: list[ast.TableRef],
@@ -290,7 +278,7 @@ def _plan_iceberg_query(binder: Binder, stmt: ast.Select, refs: list[ast.TableRe
     def name_table(ref: ast.TableRef) -> exp.Table:
         return exp.Table(this=exp.to_identifier(names[id(ref)]),
                          alias=exp.TableAlias(this=identifier(ref.name.parts[-1])))
-    return IcebergQueryPlan(concat_parenthesized(render.query(stmt.query, name_table)).sql(dialect="spark"), views)
+    return IcebergQueryPlan(render.query(stmt.query, name_table).sql(dialect="spark"), views)
 
 
 def generator_source(binder: Binder, obj):
@@ -346,8 +334,7 @@ def _plan_generator_query(binder: Binder, stmt: ast.Select) -> GeneratorQueryPla
         if isinstance(select, exp.Select):
             select.set("expressions", [e if isinstance(e, (exp.Alias, exp.Column, exp.Star)) else
                                        exp.alias_(e, e.sql(), quoted=True) for e in select.expressions])
-    return GeneratorQueryPlan(concat_parenthesized(tree).sql(dialect="spark"),
-                              {generated_name(i): obj for i, obj in relations.items()})
+    return GeneratorQueryPlan(tree.sql(dialect="spark"), {generated_name(i): obj for i, obj in relations.items()})
 
 
 def _with_shows(binder: Binder, name_table: Callable) -> Callable:

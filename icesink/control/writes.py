@@ -15,6 +15,7 @@ from ..engine.tables import quote, storage_name
 from .binder import Binder
 from .copy_from import FORMATS, CopyOptions
 from .plans import CopyPlan, InsertRowsPlan, WritePlan
+from ..engine.values import INT_RANGES
 from ..grammar import render
 from ..grammar.render import identifier
 from .queries import (check_table_functions, cheap, column_positions, engine_table_storage, sqlite_sql,
@@ -60,7 +61,6 @@ def _literal_rows(stmt: ast.Insert):
 # datetime(julianday()) gives it back unchanged only when it is a real moment (it carries February 30th or
 # hour 24 over into the next day or month)
 _STORED_TIMESTAMP = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]"
-_INTEGERS = {"smallint": 2 ** 15, "integer": 2 ** 31}
 
 
 def _as_stored(type_name: str, value: exp.Expression) -> exp.Expression | None:
@@ -68,8 +68,8 @@ def _as_stored(type_name: str, value: exp.Expression) -> exp.Expression | None:
     for text, a timestamp in the store's form. None for a type without such a test."""
     if type_name == "bigint":  # every integer SQLite holds
         return typeof_is(value, "integer")
-    if type_name in _INTEGERS:
-        bound = _INTEGERS[type_name]
+    if type_name in INT_RANGES:
+        bound = INT_RANGES[type_name]
         return exp.and_(typeof_is(value, "integer"), exp.Between(
             this=value.copy(), low=exp.Literal.number(-bound), high=exp.Literal.number(bound - 1)))
     if type_name == "text":

@@ -26,7 +26,7 @@ class InvalidValue(ValueError):
         self.column, self.where = column, where  # where: a position in a statement, or a line of a file
 
 
-_INT_RANGES = {"smallint": 2 ** 15, "integer": 2 ** 31, "bigint": 2 ** 63}
+INT_RANGES = {"smallint": 2 ** 15, "integer": 2 ** 31, "bigint": 2 ** 63}
 _UINT_RANGES = {"uint2": 2 ** 16, "uint4": 2 ** 32, "uint8": 2 ** 64}
 _REAL_MAX = 3.4028234663852886e38
 _TRUE = {"t", "true", "y", "yes", "on", "1"}
@@ -39,8 +39,8 @@ def _syntax(type_name: str, value) -> InvalidValue:
 
 
 def _integer(type_name: str):
-    high = _INT_RANGES.get(type_name) or _UINT_RANGES[type_name]
-    low = -high if type_name in _INT_RANGES else 0
+    high = INT_RANGES.get(type_name) or _UINT_RANGES[type_name]
+    low = -high if type_name in INT_RANGES else 0
 
     def convert(value):
         if isinstance(value, bool):
@@ -415,7 +415,7 @@ _SCALARS: dict[str, Callable] = {
     "real": _floating("real"), "double precision": _floating("double precision"), "boolean": _boolean,
     "date": _date, "timestamp": _timestamp(False), "timestamp with time zone": _timestamp(True), "time": _time,
     "interval": _interval, "uuid": _uuid, "jsonb": _jsonb, "bytea": _bytea,
-    **{name: _integer(name) for name in (*_INT_RANGES, *_UINT_RANGES)},
+    **{name: _integer(name) for name in (*INT_RANGES, *_UINT_RANGES)},
 }
 
 
@@ -474,7 +474,7 @@ def replicated_input(type_name: str) -> Callable:
     """`input_function` for values Postgres printed itself (a replicated row): integers and text are already
     valid and need no checking; timestamps in the form Postgres prints them are rewritten in place; every other
     value goes through its input function."""
-    if type_name in _INT_RANGES:
+    if type_name in INT_RANGES:
         return int
     if type_name == "text":
         return str

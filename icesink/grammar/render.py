@@ -27,6 +27,7 @@ _BINARY = {
     "%": (8, exp.Mod),
 }
 _NOT, _PREDICATE, _JSON, _UNARY, _ATOM = 3, 5, 6, 9, 11
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
 
 
 class Stored(Postgres):
@@ -97,7 +98,10 @@ def _binary(node: ast.BinaryOp) -> exp.Expression:
         cls = exp.JSONExtract if node.op == "->" else exp.JSONExtractScalar
         return cls(this=_operand(node.left, _JSON), expression=_json_path(node.right), only_json_types=True)
     precedence, cls = _BINARY[node.op]
-    return cls(this=_operand(node.left, precedence), expression=_operand(node.right, precedence, right=True))
+    left, right = _operand(node.left, precedence), _operand(node.right, precedence, right=True)
+    if node.op == "||":  # Postgres binds arithmetic before ||, SQLite after it, Spark as tightly (left to right)
+        left, right = (exp.Paren(this=side) if isinstance(side, _ARITHMETIC) else side for side in (left, right))
+    return cls(this=left, expression=right)
 
 
 def _predicate(node: ast.Predicate) -> exp.Expression:
