@@ -2,12 +2,14 @@
 engine (statements, the table's change log, the scheduler, Spark, the view's recomputation, the committer):
 
     .venv/bin/python bench/views.py [--rows 10000000,1000000] [--rate 50000] [--seconds 60] [--users 100000]
-        [--write-mode merge-on-read|copy-on-write] [--view summary|joined]
+        [--write-mode merge-on-read|copy-on-write] [--view summary|joined] [--changes moves|inserts]
 
 For each input size: fills `user_events` (`INSERT … SELECT … FROM generate_series`: --users users, timestamps over
 a day), creates the view and a sink on it (COMMIT INTERVAL 5 s), waits for the first batch (the whole view), then
-a writing client (a process of its own) updates --rate events once a second (a range of ids, moving each to
-another hour and session: two groups touched per change) for --seconds. Prints the changes a second offered (what
+a writing client (a process of its own) changes --rate events once a second for --seconds: `moves` updates a
+range of ids, moving each event to another hour and session (two groups touched per change, and an entry of the
+view's index moved from anywhere in it); `inserts` adds new events, a second of the next day's time each
+statement, of users all over (the groups of that hour, which grow as the run goes on). Prints the changes a second offered (what
 the store took) and committed, the batch times after the first (p50, p95), freshness (from an UPDATE's commit in
 the table to the sink's commit that covers it: p50, p95), and a batch's time per change. Each input after the first
 receives the changes a second the first one's store took, and its batch times, against the first's, say whether
@@ -81,7 +83,7 @@ class Recorder(logging.Handler):
 
 
 def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
-        view: str = "summary") -> tuple[float, float, int]:
+        view: str = "summary", changes: str = "moves") -> tuple[float, float, int]:
     """One input size; returns the median batch time, the median time a batch takes per change, and the changes a
     second the store took."""
     recorder = Recorder()
@@ -104,7 +106,8 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
                   f"{first_commit:.1f}s after the scheduler started", flush=True)
             # the writing client is a process of its own, as an application's would be
             writer = subprocess.run([sys.executable, __file__, "--write", str(data_dir), str(rows), str(rate),
-                                     str(seconds)], capture_output=True, text=True, check=True)
+                                     str(seconds), changes, str(users)], capture_output=True, text=True,
+                                    check=True)
             made = [tuple(json.loads(line)) for line in writer.stdout.splitlines()]
             offered = sum(n for _, _, n in made) / (made[-1][0] - made[0][0] + 1)
             deadline = time.time() + 300
@@ -122,10 +125,11 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
         committed = sum(n for _, _, n in made) / (caught_up - made[0][0] + 1) if caught_up else 0
         times = [s for _, _, s in batches]
         median = statistics.median(times)
-        # a change is an event updated: two entries of the table's log (its old row and its new)
-        per_change = statistics.median(s / ((upto - before) / 2) * 1e6 for (_, before, _), (_, upto, s)
+        # a moved event is two entries of the table's log (its old row and its new), a new one is one
+        entries = 2 if changes == "moves" else 1
+        per_change = statistics.median(s / ((upto - before) / entries) * 1e6 for (_, before, _), (_, upto, s)
                                        in zip(recorder.batches, batches) if upto > before)
-        print(f"view {view}, input {rows:,} rows, {mode}: {rate:,} changes/s offered for {seconds}s ({offered:,.0f}/s measured), "
+        print(f"view {view}, input {rows:,} rows, {mode}, {changes}: {rate:,} changes/s offered for {seconds}s ({offered:,.0f}/s measured), "
               f"{committed:,.0f}/s committed end to end; {len(times)} batches after the first: p50 {median:.2f}s, "
               f"p95 {percentile(times, 0.95):.2f}s, worst {max(times):.2f}s; freshness p50 "
               f"{statistics.median(fresh):.1f}s, p95 {percentile(fresh, 0.95):.1f}s "
@@ -138,27 +142,34 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
-def write(data_dir: str, rows: int, rate: int, seconds: int) -> None:
-    """The writing client: once a second, `rate` events move to another hour and session; prints, per UPDATE, the
-    time it committed, the table's offset then, and the rows it changed."""
+def write(data_dir: str, rows: int, rate: int, seconds: int, changes: str, users: int) -> None:
+    """The writing client: once a second, `rate` events move to another hour and session, or `rate` new events come;
+    prints, per statement, the time it committed, the table's offset then, and the rows it changed."""
     with icesink.connect(data_dir) as session:
         table_id = session.catalog.get("user_events").id
         ends, statement = time.time() + seconds, 0
         while time.time() < ends:
             tick = time.time()
-            first = 1 + (statement * rate) % rows
-            session.execute(f"UPDATE user_events SET session_id = 'u{statement}', event_timestamp = "
-                            f"'2026-11-02 {statement % 24:02d}:30:00' WHERE id >= {first} AND id < {first + rate}")
-            print(json.dumps([time.time(), session.tables.latest_offset(table_id), min(rate, rows + 1 - first)]),
-                  flush=True)
+            if changes == "moves":
+                first = 1 + (statement * rate) % rows
+                session.execute(f"UPDATE user_events SET session_id = 'u{statement}', event_timestamp = "
+                                f"'2026-11-02 {statement % 24:02d}:30:00' WHERE id >= {first} AND id < {first + rate}")
+                made = min(rate, rows + 1 - first)
+            else:
+                first = rows + 1 + statement * rate
+                session.execute(f"INSERT INTO user_events SELECT n, (n * 7919) % {users}, 's' || (n % 50), "
+                                f"datetime({1793577600 + statement}, 'unixepoch') "
+                                f"FROM generate_series({first}, {first + rate - 1}) AS n")
+                made = rate
+            print(json.dumps([time.time(), session.tables.latest_offset(table_id), made]), flush=True)
             statement += 1
             time.sleep(max(0.0, 1 - (time.time() - tick)))
 
 
 def main() -> None:
     if sys.argv[1:2] == ["--write"]:
-        data_dir, rows, rate, seconds = sys.argv[2:6]
-        write(data_dir, int(rows), int(rate), int(seconds))
+        data_dir, rows, rate, seconds, changes, users = sys.argv[2:8]
+        write(data_dir, int(rows), int(rate), int(seconds), changes, int(users))
         return
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", default="10000000,1000000")
@@ -169,14 +180,16 @@ def main() -> None:
                         help="the view's groups change all over its key space, which merge-on-read writes best")
     parser.add_argument("--view", choices=tuple(VIEWS), default="summary",
                         help="seed 004's view, or the same joined with a users table for each group's region")
+    parser.add_argument("--changes", choices=("moves", "inserts"), default="moves",
+                        help="events moved to another hour and session, or new events")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("icesink.sink").setLevel(logging.INFO)
     spark = get_spark()
     sizes = [int(r) for r in args.rows.split(",")]
-    first = run(spark, sizes[0], args.users, args.rate, args.seconds, args.write_mode, args.view)
+    first = run(spark, sizes[0], args.users, args.rate, args.seconds, args.write_mode, args.view, args.changes)
     for rows in sizes[1:]:  # the same changes a second as the first input took, so that batches compare
-        other = run(spark, rows, args.users, first[2], args.seconds, args.write_mode, args.view)
+        other = run(spark, rows, args.users, first[2], args.seconds, args.write_mode, args.view, args.changes)
         print(f"over {sizes[0]:,} input rows against {rows:,}, at {first[2]:,} changes/s: batch p50 "
               f"{first[0] / other[0]:.2f}x, time per change {first[1] / other[1]:.2f}x (target ≤ 1.5x: the cost "
               "follows the changes)")

@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from ..catalog.store import CatalogObject
 from ..engine.tables import storage_name
+from ..engine.values import INT_RANGES
 from ..model.descriptors import ViewInput, ViewSide
 from .queries import sqlite_sql
 from .view_inputs import (CHANGES, OFFSET, TOUCHED, TOUCHED_ALIAS, TS, Relation, _index_key, _refuse, group_column,
@@ -249,9 +250,19 @@ def view_input(branches: list[tuple[Joins, list[exp.Expression]]], key_outputs, 
     any_key = exp.select(*[k.copy().as_(key_column(i)) for i, k in enumerate(keys)],
                          exp.Placeholder().as_(OFFSET), exp.Placeholder().as_(TS)).from_(
         first.table(first.driving)).limit(1)
+    one_table = len(branches) == 1 and not made
     return ViewInput(driving.id, mine.changed_columns, mine.touched_sql, sqlite_sql(query), key_outputs, indexed,
                      tuple(made.values()), join_indexes=tuple(sorted(indexes)), any_key_sql=sqlite_sql(any_key),
-                     whole_sql=sqlite_sql(whole), split_sql=_split(whole, keys) if len(branches) == 1 else "")
+                     whole_sql=sqlite_sql(whole), split_sql=_split(whole, keys) if len(branches) == 1 else "",
+                     share_column=_share_column(keys, driving) if one_table else "")
+
+
+def _share_column(keys: list[exp.Expression], table: CatalogObject) -> str:
+    """A column of `table` that is one of the key's expressions and holds integers, by which a batch's partitions
+    share its keys (a change of another relation, or of a UNION's other query, touches keys by what it joins, not
+    by a value of its own: such a view's batches are cut by offsets)."""
+    types = {c.name: c.type for c in table.descriptor.columns}
+    return next((k.name for k in keys if isinstance(k, exp.Column) and types.get(k.name) in INT_RANGES), "")
 
 
 def _split(whole: exp.Expression, keys: list[exp.Expression]) -> str:

@@ -345,7 +345,9 @@ class ViewInput:
     deletion. `index_keys`: the key's expressions as an index of the input takes them, for `query_sql` to look each
     touched key up by. A sink's first batch computes the whole view by `whole_sql` in one pass over its tables (or,
     with `split_sql`, in ranges of the first of `index_keys`, one pass each), and when the view is empty, recomputes
-    the key `any_key_sql` finds, so that its commit records the batch's offset.
+    the key `any_key_sql` finds, so that its commit records the batch's offset. `share_column`: an integer column
+    of the input that is one of the key's expressions; a batch's partitions then each take every change of the
+    batch whose value of it falls to them (modulo their count), so that each key is recomputed by one of them.
 
     A view that joins relations has `others`, the other relations it reads (engine/sources/joined_view.py),
     `all_keys_sql`, every key the view has now (the first batch of a sink planned before `whole_sql`), and
@@ -367,6 +369,7 @@ class ViewInput:
     any_key_sql: str = ""  # one key of the driving relation, whatever it is (offset and time its parameters)
     whole_sql: str = ""  # the whole view's query over the store (a sink's first batch), columns in the view's order
     split_sql: str = ""  # whole_sql for the keys whose first index expression is between :lo and :hi
+    share_column: str = ""
 
     @property
     def index_name(self) -> str:
@@ -403,6 +406,8 @@ class ViewInput:
             data["whole_sql"] = self.whole_sql
         if self.split_sql:
             data["split_sql"] = self.split_sql
+        if self.share_column:
+            data["share_column"] = self.share_column
         if self.recomputed:
             data["recomputed"] = True
         return data
@@ -415,7 +420,8 @@ class ViewInput:
                    tuple(data["key_outputs"]), tuple(data.get("index_keys", ())),
                    tuple(ViewSide.from_json(side) for side in data.get("others", ())), data.get("all_keys_sql", ""),
                    tuple(tuple(pair) for pair in data.get("join_indexes", ())), bool(data.get("recomputed", False)),
-                   data.get("any_key_sql", ""), data.get("whole_sql", ""), data.get("split_sql", ""))
+                   data.get("any_key_sql", ""), data.get("whole_sql", ""), data.get("split_sql", ""),
+                   data.get("share_column", ""))
 
 
 # ---------------------------------------------------------------- sinks

@@ -162,7 +162,7 @@ class ViewReader(EngineTableReader):
         if start["offset"] == 0 and self.view.whole_sql:
             self.planned = max(self.planned, end["offset"])
             return whole_partitions(self.data_dir, self.view, end["offset"], self.cores)
-        return super().partitions(start, end)
+        return shared(super().partitions(start, end), self.cores, bool(self.view.share_column))
 
     def read(self, partition):
         from ..tables import TableStore
@@ -173,10 +173,33 @@ class ViewReader(EngineTableReader):
         store = TableStore(self.data_dir)
         try:
             rows = recompute(store.db, self.view, changes_of(self.table_id, self.columns, self.view.changed_columns,
-                                                             partition), self.view.touched_sql)
+                                                             partition, self.view.share_column),
+                             self.view.touched_sql)
         finally:
             store.close()
         yield from view_batches(rows, self.view_columns)
+
+
+class SharedRange(OffsetRange):
+    """The changes of a table's JSON log after `after` up to `upto` whose key falls to share `part` of `parts`."""
+
+    def __init__(self, after: int, upto: int, part: int, parts: int):
+        super().__init__(after, upto)
+        self.value = (after, upto, part, parts)
+        self.part, self.parts = part, parts
+
+
+def shared(partitions: list[InputPartition], cores: int, by_key: bool) -> list[InputPartition]:
+    """`partitions` with each wave of the JSON log's (one partition per core) made one partition per core over the
+    whole wave, each taking the changes of its share of the keys, when the view has a column to share them by:
+    cut by offsets, a key a wave's changes touch in two of its partitions is recomputed by both (new events of one
+    hour touch the same groups all through the wave, and grow them)."""
+    logged = [p for p in partitions if type(p) is OffsetRange]
+    if not by_key or len(logged) < 2:
+        return partitions
+    waves = [logged[i:i + cores] for i in range(0, len(logged), cores)]
+    return [p for p in partitions if type(p) is not OffsetRange] + [
+        SharedRange(wave[0].after, wave[-1].upto, part, len(wave)) for wave in waves for part in range(len(wave))]
 
 
 def whole_view(data_dir, view: ViewInput, partition: WholeView, view_columns: list[dict]):
@@ -220,26 +243,33 @@ def view_batches(rows: list[tuple], view_columns: list[dict]):
         yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def changes_of(table_id: str, columns: list[dict], names: tuple[str, ...],
-               partition) -> list[tuple] | tuple[str, tuple]:
+def changes_of(table_id: str, columns: list[dict], names: tuple[str, ...], partition,
+               share_column: str = "") -> list[tuple] | tuple[str, tuple]:
     """A partition of a table's changes as `recompute` takes them: the values of its columns `names`, offset and
-    time; for the JSON log, the SELECT that reads them (and its parameters)."""
-    return _logged(table_id, columns, names, partition) if isinstance(partition, OffsetRange) \
+    time; for the JSON log, the SELECT that reads them (and its parameters). A SharedRange's are those whose
+    `share_column` falls to it."""
+    return _logged(table_id, columns, names, partition, share_column) if isinstance(partition, OffsetRange) \
         else _stored_changes(columns, names, partition)
 
 
-def _logged(table_id: str, columns: list[dict], names: tuple[str, ...], partition: OffsetRange) -> tuple[str, tuple]:
+def _logged(table_id: str, columns: list[dict], names: tuple[str, ...], partition: OffsetRange,
+            share_column: str = "") -> tuple[str, tuple]:
     """The SELECT (and its parameters) of an engine table's logged changes as `_stored_changes` gives them, for
     SQLite to read without a value passing through Python (a REAL is logged as text that reads back as the same
     double)."""
     all_names = [c["name"] for c in columns]
+    share = ""
+    if isinstance(partition, SharedRange):  # a null's share is the first's
+        value = f"json_extract(row, '$[{all_names.index(share_column)}]')"
+        share = f" AND coalesce(({value} % {partition.parts} + {partition.parts}) % {partition.parts}, 0) = " \
+                f"{partition.part}"
     picked = []
     for name in names:
         value = f"json_extract(row, '$[{all_names.index(name)}]')"
         affinity = _affinity(next(c["type"] for c in columns if c["name"] == name))
         picked.append(f"CAST({value} AS REAL)" if affinity == "REAL" else value)
     return (f"SELECT {', '.join(picked + ['offset', 'ts'])} FROM changes WHERE table_id = ? AND offset > ? "
-            "AND offset <= ?", (table_id, partition.after, partition.upto))
+            f"AND offset <= ?{share}", (table_id, partition.after, partition.upto))
 
 
 def _stored_changes(columns: list[dict], names: tuple[str, ...], partition) -> list[tuple]:
