@@ -601,3 +601,34 @@ def test_a_later_batchs_partitions_share_the_views_keys_by_an_integer_key_column
     assert written() - before == 16 * 3
     expected, got = _view_and_table(session, "daily_lake", "daily", "account, day, n, total", "account, day")
     assert got == expected and len(got) == 16 * 3  # accounts 0 to 4 among them
+
+
+def test_a_null_in_a_sinks_key_fails_the_sink_saying_which_column_and_writes_nothing_of_the_batch(session,
+                                                                                                  scheduler):
+    """An Iceberg table's key columns are required: a view's group of null (or a table's row with a null key
+    column) cannot be written. The sink fails, naming the column and what to do, whichever mode it writes in, and
+    the table keeps what earlier batches wrote."""
+    session.execute("""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE TABLE events (id bigint NOT NULL, account bigint, PRIMARY KEY (id));
+        INSERT INTO events VALUES (1, 1), (2, 2), (3, 2);
+        CREATE MATERIALIZED VIEW per_account AS SELECT account, count(*) AS n FROM events GROUP BY account;
+        CREATE SINK per_account_lake FROM per_account INTO ICEBERG CATALOG CONNECTION lake
+          (NAMESPACE 'v', TABLE 'per_account') KEY (account) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+        CREATE SINK events_lake FROM events INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'events')
+          KEY (account) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1s', WRITE MODE 'merge-on-read');
+    """)
+    wait_for(_caught_up(session, "per_account_lake", "per_account", "events"), what="the view's first batch")
+    wait_for(_caught_up(session, "events_lake", "events", "events"), what="the table's first batch")
+    session.execute("INSERT INTO events VALUES (4, NULL), (5, 1)")
+    for sink in ("per_account_lake", "events_lake"):
+        status, error = wait_for(lambda: (found := sink_status(session, sink))[0] == "failed" and found,
+                                 what=f"{sink} to fail")
+        assert error == ("KEY column account is null in 1 of this batch's changes, and the Iceberg table's column "
+                         "account is required (a table's key columns are): nothing of this batch was written. Keep "
+                         "nulls out of the sink's input (a view with WHERE account IS NOT NULL, or COALESCE(account, "
+                         "…) in it) and recreate the sink")
+    got = duckdb_rows(iceberg_table(session, "per_account_lake").metadata_location, "account, n", "account")
+    assert got == [(1, 1), (2, 2)]
+    got = duckdb_rows(iceberg_table(session, "events_lake").metadata_location, "account", "account")
+    assert got == [(1,), (2,)]

@@ -26,7 +26,7 @@ from ..table import IncompatibleTable
 from ....model.descriptors import FoldPolicy
 from .base import (DEFAULT_TARGET_FILE_BYTES, RESULT_SCHEMA, BatchFiles, KeySample, collect, conform, facts,
                    no_sample, tally, task_rows, violation, write)
-from .upsert import PID, _latest, _violations
+from .upsert import PID, _latest, _problem
 
 
 # Folding (the sink's FoldPolicy says when): rows a batch may rewrite whatever time is left, per change of the batch
@@ -204,7 +204,7 @@ def _merge(metadata_json, io_properties, location, key, columns, enforced, files
             return
         metadata, io = executor_context(metadata_json, io_properties, location)
         found = [tally(changes, reach)]
-        problem = _violations(changes, key) if enforced else None
+        problem = _problem(changes, key, enforced, metadata.schema().as_arrow())
         if problem:
             yield facts(found + [violation(problem)])
             return

@@ -38,6 +38,19 @@ def _latest(rows, key: list[str]):
     return kept.take(first.sort())
 
 
+def _problem(rows, key: list[str], enforced: bool, schema: pa.Schema) -> str | None:
+    """Why this batch's changes of some keys cannot be written: a key column null where the table requires it, or
+    (`enforced`) a key whose changes add or remove more than one live row."""
+    for name in key:
+        nulls = rows[name].null_count
+        if nulls and not schema.field(name).nullable:
+            return (f"KEY column {name} is null in {nulls} of this batch's changes, and the Iceberg table's column "
+                    f"{name} is required (a table's key columns are): nothing of this batch was written. Keep nulls "
+                    f"out of the sink's input (a view with WHERE {name} IS NOT NULL, or COALESCE({name}, …) in "
+                    "it) and recreate the sink")
+    return _violations(rows, key) if enforced else None
+
+
 def _violations(rows, key: list[str]) -> str | None:
     """Keys whose changes in this batch add (or remove) more than one live row, described."""
     sums = rows.group_by(key).aggregate([(DIFF, "sum")])
@@ -112,7 +125,7 @@ def _merge_groups(metadata_json, io_properties, location, key, columns, enforced
         found = [tally(changes, reach)]
         for pid in pc.unique(changes[PID]).to_pylist():
             rows = changes.filter(pc.equal(changes[PID], pid))
-            problem = _violations(rows, key) if enforced else None
+            problem = _problem(rows, key, enforced, schema)
             if problem:
                 found.append(violation(problem))
                 break
