@@ -573,34 +573,45 @@ def test_a_first_batch_computes_ranges_of_the_views_key_on_every_core_and_misses
         assert got == expected and len(got) > 900, sink
 
 
-def test_a_later_batchs_partitions_share_the_views_keys_by_an_integer_key_column(session, spark):
+def test_a_later_batchs_partitions_share_the_views_keys_by_an_integer_or_text_key_column(session, spark):
     """A later batch's partitions, one per core of Spark's, each read the whole batch's changes and take those of
-    the keys whose integer key column falls to them (negative values too): every key the batch touches is
-    recomputed and written once, where partitions cut by offsets each recomputed the keys both their halves touch."""
+    the keys whose integer key column falls to them (negative values too), or text key column: every key the batch
+    touches is recomputed and written once, where partitions cut by offsets each recomputed the keys both their
+    halves touch."""
     session.execute("""
         CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
-        CREATE TABLE events (id bigint NOT NULL, account bigint, at timestamp, price numeric(10,2), PRIMARY KEY (id));
-        INSERT INTO events SELECT n, n % 5, datetime(1793491200 + (n % 3) * 86400, 'unixepoch'), n % 100
-          FROM generate_series(1, 1000) AS n;
+        CREATE TABLE events (id bigint NOT NULL, account bigint, at timestamp, price numeric(10,2), tag text,
+          PRIMARY KEY (id));
+        INSERT INTO events SELECT n, n % 5, datetime(1793491200 + (n % 3) * 86400, 'unixepoch'), n % 100,
+          't' || (n % 4) FROM generate_series(1, 1000) AS n;
         CREATE MATERIALIZED VIEW daily AS SELECT account, date_trunc('day', at) AS day, count(*) AS n,
           sum(price) AS total FROM events GROUP BY account, date_trunc('day', at);
+        CREATE MATERIALIZED VIEW by_tag AS SELECT tag, count(*) AS n, max(price) AS top FROM events GROUP BY tag;
         CREATE SINK daily_lake FROM daily INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'daily')
           KEY (account, day) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+        CREATE SINK by_tag_lake FROM by_tag INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'by_tag')
+          KEY (tag) MODE UPSERT WITH (COMMIT INTERVAL '1s');
     """)
     assert session.catalog.get("daily_lake").descriptor.view.share_column == "account"
+    assert session.catalog.get("by_tag_lake").descriptor.view.share_column == "tag"
     _run_until_caught_up(session, spark, "daily_lake", "daily", "events")
+    _run_until_caught_up(session, spark, "by_tag_lake", "by_tag", "events")
 
-    def written() -> int:
+    def written(sink: str) -> int:
         return rows(session, "SELECT messages_committed FROM mz_internal.mz_sink_statistics st JOIN mz_sinks s "
-                             "ON s.id = st.id WHERE s.name = 'daily_lake'")[0][0]
-    before = written()
-    # 30,000 log entries, two partitions' worth, every one of them touching one of 16 accounts' 3 days
-    session.execute("INSERT INTO events SELECT n, n % 16 - 8, "
-                    "datetime(1793491200 + (n % 3) * 86400, 'unixepoch'), n % 7 FROM generate_series(1001, 31000) AS n")
+                             f"ON s.id = st.id WHERE s.name = '{sink}'")[0][0]
+    before = {sink: written(sink) for sink in ("daily_lake", "by_tag_lake")}
+    # 30,000 log entries, two partitions' worth, every one of them touching one of 16 accounts' 3 days, and of 9 tags
+    session.execute("INSERT INTO events SELECT n, n % 16 - 8, datetime(1793491200 + (n % 3) * 86400, 'unixepoch'), "
+                    "n % 7, 't' || (n % 9) FROM generate_series(1001, 31000) AS n")
     _run_until_caught_up(session, spark, "daily_lake", "daily", "events")
-    assert written() - before == 16 * 3
+    _run_until_caught_up(session, spark, "by_tag_lake", "by_tag", "events")
+    assert written("daily_lake") - before["daily_lake"] == 16 * 3
+    assert written("by_tag_lake") - before["by_tag_lake"] == 9
     expected, got = _view_and_table(session, "daily_lake", "daily", "account, day, n, total", "account, day")
     assert got == expected and len(got) == 16 * 3  # accounts 0 to 4 among them
+    expected, got = _view_and_table(session, "by_tag_lake", "by_tag", "tag, n, top", "tag")
+    assert got == expected and len(got) == 9
 
 
 def test_a_null_in_a_sinks_key_fails_the_sink_saying_which_column_and_writes_nothing_of_the_batch(session,

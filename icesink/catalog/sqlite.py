@@ -7,6 +7,7 @@ import os
 import sqlite3
 import threading
 import time
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -77,7 +78,13 @@ def modulo(a, b):
     return a - b * divide(a, b) if isinstance(a, int) and isinstance(b, int) else math.fmod(a, b)
 
 
-FUNCTIONS = {"icesink_div": divide, "icesink_mod": modulo}
+def share(value, parts):
+    """Which of `parts` shares a text value falls to, the same in every process (Python's own hash of a str is
+    salted per process); a null falls to the first."""
+    return 0 if value is None else zlib.crc32(str(value).encode()) % parts
+
+
+FUNCTIONS = {"icesink_div": divide, "icesink_mod": modulo, "icesink_share": share}
 
 
 def add_functions(db: sqlite3.Connection) -> None:

@@ -258,11 +258,14 @@ def view_input(branches: list[tuple[Joins, list[exp.Expression]]], key_outputs, 
 
 
 def _share_column(keys: list[exp.Expression], table: CatalogObject) -> str:
-    """A column of `table` that is one of the key's expressions and holds integers, by which a batch's partitions
-    share its keys (a change of another relation, or of a UNION's other query, touches keys by what it joins, not
-    by a value of its own: such a view's batches are cut by offsets)."""
+    """A column of `table` that is one of the key's expressions and holds integers or text (two equal values of
+    either are the same in the log), by which a batch's partitions share its keys, an integer first (its share is
+    SQLite's arithmetic, text's a function's call). A change of another relation, or of a UNION's other query,
+    touches keys by what it joins, not by a value of its own: such a view's batches are cut by offsets."""
     types = {c.name: c.type for c in table.descriptor.columns}
-    return next((k.name for k in keys if isinstance(k, exp.Column) and types.get(k.name) in INT_RANGES), "")
+    columns = [k.name for k in keys if isinstance(k, exp.Column) and (types.get(k.name) in INT_RANGES
+                                                                     or types.get(k.name) == "text")]
+    return min(columns, key=lambda name: types[name] == "text", default="")
 
 
 def _split(whole: exp.Expression, keys: list[exp.Expression]) -> str:

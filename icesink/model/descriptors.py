@@ -345,9 +345,10 @@ class ViewInput:
     deletion. `index_keys`: the key's expressions as an index of the input takes them, for `query_sql` to look each
     touched key up by. A sink's first batch computes the whole view by `whole_sql` in one pass over its tables (or,
     with `split_sql`, in ranges of the first of `index_keys`, one pass each), and when the view is empty, recomputes
-    the key `any_key_sql` finds, so that its commit records the batch's offset. `share_column`: an integer column
-    of the input that is one of the key's expressions; a batch's partitions then each take every change of the
-    batch whose value of it falls to them (modulo their count), so that each key is recomputed by one of them.
+    the key `any_key_sql` finds, so that its commit records the batch's offset. `share_column`: an integer or text
+    column of the input that is one of the key's expressions; a batch's partitions then each take every change of the
+    batch whose value of it falls to them (an integer by its remainder, text by a hash), so that each key is
+    recomputed by one of them.
 
     A view that joins relations has `others`, the other relations it reads (engine/sources/joined_view.py),
     `all_keys_sql`, every key the view has now (the first batch of a sink planned before `whole_sql`), and

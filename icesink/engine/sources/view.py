@@ -260,9 +260,10 @@ def _logged(table_id: str, columns: list[dict], names: tuple[str, ...], partitio
     all_names = [c["name"] for c in columns]
     share = ""
     if isinstance(partition, SharedRange):  # a null's share is the first's
-        value = f"json_extract(row, '$[{all_names.index(share_column)}]')"
-        share = f" AND coalesce(({value} % {partition.parts} + {partition.parts}) % {partition.parts}, 0) = " \
-                f"{partition.part}"
+        value, parts = f"json_extract(row, '$[{all_names.index(share_column)}]')", partition.parts
+        text = next(c["type"] for c in columns if c["name"] == share_column) == "text"
+        falls = f"icesink_share({value}, {parts})" if text else f"coalesce(({value} % {parts} + {parts}) % {parts}, 0)"
+        share = f" AND {falls} = {partition.part}"
     picked = []
     for name in names:
         value = f"json_extract(row, '$[{all_names.index(name)}]')"
