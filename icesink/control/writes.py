@@ -12,10 +12,10 @@ from ..grammar import ast
 from ..grammar.bulk import LiteralRows
 from ..model.types import Column
 from ..engine.tables import quote, storage_name
+from ..engine.values import INT_RANGES
 from .binder import Binder
 from .copy_from import FORMATS, CopyOptions
 from .plans import CopyPlan, InsertRowsPlan, WritePlan
-from ..engine.values import INT_RANGES
 from ..grammar import render
 from ..grammar.render import identifier
 from .queries import (check_table_functions, cheap, column_positions, engine_table_storage, sqlite_sql,

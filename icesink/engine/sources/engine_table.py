@@ -185,9 +185,14 @@ class EngineTableReader(DataSourceStreamReader):
             if compacted:  # one read, one consistent view: compaction may change the prefix between two reads
                 parts.append(OffsetRange(a, b))
             else:
-                bounds = list(range(a, b, _log_step(b - a, self.cores))) + [b]
-                parts += [OffsetRange(x, y) for x, y in zip(bounds, bounds[1:])]
+                parts += self._log_ranges(a, b)
         return parts or [OffsetRange(after, upto)]
+
+    def _log_ranges(self, after: int, upto: int) -> list[OffsetRange]:
+        """The JSON log's entries after `after` up to `upto`, in partitions of even offsets (`_log_step`): waves of
+        one partition per core of Spark's."""
+        bounds = list(range(after, upto, _log_step(upto - after, self.cores))) + [upto]
+        return [OffsetRange(x, y) for x, y in zip(bounds, bounds[1:])]
 
     def read(self, partition: OffsetRange):
         """Arrow record batches of the partition's changes: Spark takes them without a conversion per row."""

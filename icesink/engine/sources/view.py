@@ -162,7 +162,19 @@ class ViewReader(EngineTableReader):
         if start["offset"] == 0 and self.view.whole_sql:
             self.planned = max(self.planned, end["offset"])
             return whole_partitions(self.data_dir, self.view, end["offset"], self.cores)
-        return shared(super().partitions(start, end), self.cores, bool(self.view.share_column))
+        return super().partitions(start, end)
+
+    def _log_ranges(self, after: int, upto: int) -> list[OffsetRange]:
+        """With a column to share the view's keys by, each wave of the log's partitions becomes one partition per
+        core over the whole wave, each taking the changes of its share of the keys: cut by offsets, a key a wave's
+        changes touch in two of its partitions is recomputed by both (new events of one hour touch the same groups
+        all through the wave, and grow them)."""
+        ranges = super()._log_ranges(after, upto)
+        if not self.view.share_column or len(ranges) < 2:
+            return ranges
+        waves = [ranges[i:i + self.cores] for i in range(0, len(ranges), self.cores)]
+        return [SharedRange(wave[0].after, wave[-1].upto, part, len(wave))
+                for wave in waves for part in range(len(wave))]
 
     def read(self, partition):
         from ..tables import TableStore
@@ -187,19 +199,6 @@ class SharedRange(OffsetRange):
         super().__init__(after, upto)
         self.value = (after, upto, part, parts)
         self.part, self.parts = part, parts
-
-
-def shared(partitions: list[InputPartition], cores: int, by_key: bool) -> list[InputPartition]:
-    """`partitions` with each wave of the JSON log's (one partition per core) made one partition per core over the
-    whole wave, each taking the changes of its share of the keys, when the view has a column to share them by:
-    cut by offsets, a key a wave's changes touch in two of its partitions is recomputed by both (new events of one
-    hour touch the same groups all through the wave, and grow them)."""
-    logged = [p for p in partitions if type(p) is OffsetRange]
-    if not by_key or len(logged) < 2:
-        return partitions
-    waves = [logged[i:i + cores] for i in range(0, len(logged), cores)]
-    return [p for p in partitions if type(p) is not OffsetRange] + [
-        SharedRange(wave[0].after, wave[-1].upto, part, len(wave)) for wave in waves for part in range(len(wave))]
 
 
 def whole_view(data_dir, view: ViewInput, partition: WholeView, view_columns: list[dict]):
@@ -257,18 +256,17 @@ def _logged(table_id: str, columns: list[dict], names: tuple[str, ...], partitio
     """The SELECT (and its parameters) of an engine table's logged changes as `_stored_changes` gives them, for
     SQLite to read without a value passing through Python (a REAL is logged as text that reads back as the same
     double)."""
-    all_names = [c["name"] for c in columns]
+    all_names, types = [c["name"] for c in columns], {c["name"]: c["type"] for c in columns}
     share = ""
     if isinstance(partition, SharedRange):  # a null's share is the first's
         value, parts = f"json_extract(row, '$[{all_names.index(share_column)}]')", partition.parts
-        text = next(c["type"] for c in columns if c["name"] == share_column) == "text"
-        falls = f"icesink_share({value}, {parts})" if text else f"coalesce(({value} % {parts} + {parts}) % {parts}, 0)"
+        falls = f"icesink_share({value}, {parts})" if types[share_column] == "text" \
+            else f"coalesce(({value} % {parts} + {parts}) % {parts}, 0)"
         share = f" AND {falls} = {partition.part}"
     picked = []
     for name in names:
         value = f"json_extract(row, '$[{all_names.index(name)}]')"
-        affinity = _affinity(next(c["type"] for c in columns if c["name"] == name))
-        picked.append(f"CAST({value} AS REAL)" if affinity == "REAL" else value)
+        picked.append(f"CAST({value} AS REAL)" if _affinity(types[name]) == "REAL" else value)
     return (f"SELECT {', '.join(picked + ['offset', 'ts'])} FROM changes WHERE table_id = ? AND offset > ? "
             f"AND offset <= ?{share}", (table_id, partition.after, partition.upto))
 
