@@ -23,6 +23,7 @@ from .plans import (AddColumnPlan, AlterConnectionPlan, CopyPlan, CreatePlan, Dr
                     ValidatePlan, WritePlan)
 from ..engine.ingest.postgres import (copy_later, drop_slot, forget, not_copied_yet, replicated_relations,
                                       slot_name)
+from ..engine.generated_tables import catch_up, spec
 from ..engine.lifecycle import dropped
 from ..engine.sink import state_dir as sink_state_dir
 from ..engine.tables import RowRefused, TableStore, is_engine_table, quote
@@ -131,7 +132,7 @@ class Executor:
         for obj in plan.objects:
             if obj.kind == "secret":
                 self.secrets.delete(obj.id)
-            elif obj.kind in ("table", "subsource"):  # the rows icesink keeps, if it keeps them
+            elif obj.kind in ("table", "subsource") or obj.type == "load-generator":  # the rows icesink keeps, if any
                 self.tables.drop(obj.id)
             elif obj.kind == "sink":
                 shutil.rmtree(sink_state_dir(self.catalog.data_dir, obj.id), ignore_errors=True)
@@ -295,6 +296,8 @@ class Executor:
             if reason is not None:
                 raise CatalogError(f"'{name}' cannot be read yet: {reason}; it can once the source has run (icesink "
                                    "serve, or a shell or script that runs the sinks and sources)")
+        catch_up(self.catalog.data_dir, [spec(self.catalog, self.catalog.get_by_id(i)) for i in plan.generated],
+                 whole=True)
         run = self.tables.query if plan.target == "tables" else self.catalog.query
         try:
             columns, rows = run(plan.sql, plan.params)

@@ -83,6 +83,7 @@ class QueryPlan:
     target: str = "catalog"  # 'catalog' (system views) or 'tables' (engine tables)
     column_positions: dict[str, int] = field(default_factory=dict)  # 'col' and 'rel.col' -> where first written
     replicated: tuple = ()  # (object id, name, source id): relations a Postgres source replicates, read once copied
+    generated: tuple = ()  # ids of load generators' relations, read from the tables that keep them, caught up first
 
 
 @dataclass

@@ -41,9 +41,10 @@ MAX_VIEW_DEPTH = 32  # views over views, inlined: deeper is a cycle no CREATE co
 
 
 def engine_table_storage(binder: Binder, ref: ast.TableRef, replicated: Replicated | None = None,
-                         depth: int = 0) -> str | exp.Expression | None:
+                         depth: int = 0, generated: list | None = None) -> str | exp.Expression | None:
     """What a query over engine tables reads for the relation `ref` names: an engine table's storage (also that of a
-    subsource or table a Postgres source replicates into icesink's store, noted in `replicated`), a materialized
+    subsource or table a Postgres source replicates into icesink's store, noted in `replicated`, and, when
+    `generated` is given, the table that keeps a load generator's relation, noted there by id), a materialized
     view's query over such relations (inlined); None for a system view. Raises for anything else."""
     name, qualifier = ref.name.name, ref.name.qualifier
     if qualifier and qualifier[0] in _SYSTEM_SCHEMAS:
@@ -67,14 +68,18 @@ def engine_table_storage(binder: Binder, ref: ast.TableRef, replicated: Replicat
             replicated.append((obj.id, obj.name, source.id))
         return storage_name(obj.id)
     if obj.kind == "materialized-view":
-        return _view_query(binder, obj, replicated, depth, ref.name.pos)
+        return _view_query(binder, obj, replicated, depth, ref.name.pos, generated)
+    if generated is not None and generator_source(binder, obj) is not None:
+        generated.append(obj.id)
+        return storage_name(obj.id)
     raise NotSupportedYet(f"reading {KIND_WORDS[obj.kind]} '{obj.name}' is not supported yet: {_RUNTIME}",
                           ref.name.pos)
 
 
-def _view_query(binder: Binder, view, replicated: Replicated | None, depth: int, pos: int) -> exp.Expression:
+def _view_query(binder: Binder, view, replicated: Replicated | None, depth: int, pos: int,
+                generated: list | None = None) -> exp.Expression:
     """A materialized view's query, its relations named as SQLite holds them: what it holds now, computed from its
-    inputs' current rows (a view over system views or load generators cannot be, yet)."""
+    inputs' current rows (a view over system views cannot be, yet)."""
     from ..grammar.parser import parse_statement
 
     if depth >= MAX_VIEW_DEPTH:
@@ -83,7 +88,7 @@ def _view_query(binder: Binder, view, replicated: Replicated | None, depth: int,
     stored = {}
     for inner in table_refs(statement.query):
         try:
-            found = engine_table_storage(binder, inner, replicated, depth + 1)
+            found = engine_table_storage(binder, inner, replicated, depth + 1, generated)
         except NotSupportedYet as exc:
             raise NotSupportedYet(f"reading materialized view '{view.name}': {exc.message}", pos) from None
         if found is None:
@@ -245,12 +250,13 @@ def sqlite_sql(tree: exp.Expression) -> str:
     return _postgres_functions(_postgres_arithmetic(tree)).sql(dialect="sqlite")
 
 
-def sqlite_tables(binder: Binder, refs: list[ast.TableRef],
-                  replicated: Replicated | None = None) -> tuple[Callable, bool]:
+def sqlite_tables(binder: Binder, refs: list[ast.TableRef], replicated: Replicated | None = None,
+                  generated: list | None = None) -> tuple[Callable, bool]:
     """How each relation of a query is named in SQLite (system views by their name, engine tables by their
     storage, views by their query, aliased as written so that `orders.id` keeps its meaning), and whether they are
-    engine tables. Relations a Postgres source replicates are noted in `replicated`."""
-    storage = {ref.name.name: engine_table_storage(binder, ref, replicated) for ref in refs}
+    engine tables. Relations a Postgres source replicates are noted in `replicated`; with `generated`, a load
+    generator's relations are read from the tables that keep them, noted there."""
+    storage = {ref.name.name: engine_table_storage(binder, ref, replicated, generated=generated) for ref in refs}
     tables = {name for name, stored in storage.items() if stored is not None}
     if tables and len(tables) != len(storage):
         raise NotSupportedYet("a query that joins engine tables with system views is not supported yet")
@@ -371,15 +377,33 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
         if shows:
             raise NotSupportedYet("a query that joins load generators with SHOW is not supported yet",
                                   shows[0].show.name.pos)
-        return _plan_generator_query(binder, stmt)
+        if _generated_only(binder, stmt.query):
+            return _plan_generator_query(binder, stmt)
     replicated: Replicated = []
-    name_table, engine_tables = sqlite_tables(binder, refs, replicated)
+    generated: list = []
+    name_table, engine_tables = sqlite_tables(binder, refs, replicated, generated)
     if shows and engine_tables:
         raise NotSupportedYet("a query that joins engine tables with SHOW is not supported yet",
                               shows[0].show.name.pos)
     name_table = _with_shows(binder, name_table) if shows else name_table
     return QueryPlan(sqlite_sql(render.query(stmt.query, name_table)), target="tables" if engine_tables else "catalog",
-                     column_positions=column_positions(stmt), replicated=tuple(replicated))
+                     column_positions=column_positions(stmt), replicated=tuple(replicated),
+                     generated=tuple(dict.fromkeys(generated)))
+
+
+def _generated_only(binder: Binder, query: ast.Query) -> bool:
+    """Whether `query` reads load generators' relations alone (Spark generates them), not them and other relations
+    (SQLite reads them all, the generators' from the tables that keep their rows)."""
+    class Other(Exception):
+        pass
+
+    def other(ref):
+        return Other()
+    try:
+        over_generators(binder, query, other)
+    except Other:
+        return False
+    return True
 
 
 def column_positions(stmt) -> dict[str, int]:

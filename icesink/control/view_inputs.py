@@ -1,13 +1,12 @@
 """Planning a sink on a materialized view: how each batch brings the sink's Iceberg table up to date.
 
-Incrementally (engine/sources/view.py, joined_view.py), over the tables icesink keeps (engine tables, and those a
-Postgres source replicates): a `GROUP BY` query (any aggregates, `WHERE`, `HAVING`, `CASE`, casts), whose key is its
+Incrementally (engine/sources/view.py, joined_view.py), over the tables icesink keeps (engine tables, those a
+Postgres source replicates, and those that keep load generators' relations, engine/generated_tables.py): a `GROUP BY` query (any aggregates, `WHERE`, `HAVING`, `CASE`, casts), whose key is its
 grouping; a query without aggregates that keeps its table's primary key, whose key is that; a `SELECT DISTINCT`,
 keyed by its columns; inner and left joins of those by equalities (view_joins.py); `UNION [ALL]` of those; views
 over views that filter, project and join (merged in). A batch recomputes only the keys its changes touch.
 
-Anything else over those tables is recomputed whole each batch and diffed (recomputed_view.py), as is a view over
-one load generator's relations (generated_view.py). A view over a load generator and other relations is refused.
+Anything else over those tables is recomputed whole each batch and diffed (recomputed_view.py).
 """
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ from ..grammar.render import identifier
 from ..model.descriptors import ViewInput, ViewSide
 from .binder import KIND_WORDS, Binder
 from .query import table_refs
-from .queries import sqlite_sql
+from .queries import generator_source, sqlite_sql
 
 CHANGES, TOUCHED, TOUCHED_ALIAS = "_icesink_changes", "_icesink_touched", "_icesink_t"
 OFFSET, TS = "_icesink_offset", "_icesink_ts"
@@ -91,7 +90,8 @@ def _relation(binder: Binder, view: CatalogObject, ref, side: str, pos: int) -> 
     source_id = getattr(found.descriptor, "source_id", None)
     source = binder.catalog.get_by_id(source_id) if source_id else None
     replicated = found.kind in ("subsource", "table") and source is not None and source.type == "postgres"
-    if not (is_engine_table(found) or replicated or found.kind == "materialized-view"):
+    generated = generator_source(binder, found) is not None
+    if not (is_engine_table(found) or replicated or generated or found.kind == "materialized-view"):
         if found.kind == "source":
             what = f"{found.type.replace('-', ' ')} source '{found.name}'"
         elif source is not None:
@@ -176,32 +176,22 @@ def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], m
         return _plan_incremental(binder, view, query, key, names, pos), None
     except NotIncremental as exc:
         planned = _plan_recomputed(binder, view, query, key, names, exc)
-        if _generated(binder, planned):
-            return planned, (f"materialized view '{view.name}' is recomputed whole in each batch, from the rows its "
-                             "load generator has made since it started: a batch costs the generator's history")
         return planned, (f"materialized view '{view.name}' is recomputed whole in each batch in which a table it reads "
                          f"changed, as its query {exc.what}: a batch costs the whole view, not its changes")
-
-
-def _generated(binder: Binder, planned: ViewInput) -> bool:
-    from .queries import generator_source
-
-    return generator_source(binder, binder.catalog.get_by_id(planned.input_id)) is not None
 
 
 def _plan_recomputed(binder: Binder, view: CatalogObject, query: ast.Query, key: tuple[str, ...], names: list[str],
                      why: NotIncremental) -> ViewInput:
     """A view whose keys a change cannot be traced to (`why` says what is in the way): recomputed whole when a table
     it reads changes, and diffed against what the sink last wrote. Its query is a SELECT's over the store; a view
-    SELECT cannot read (over load generators or system views) is refused for `why`."""
+    SELECT cannot read from the store (over system views) is refused for `why`."""
     from .queries import sqlite_tables
 
-    replicated: list = []
     refs = table_refs(query)
     try:
-        name_table, engine_tables = sqlite_tables(binder, refs, replicated)
+        name_table, engine_tables = sqlite_tables(binder, refs, [], [])
     except NotSupportedYet:
-        return _plan_generated(binder, view, query, key, names, why)
+        raise why from None
     if not engine_tables:  # system views
         raise why
     tree = render.query(query, name_table)
@@ -212,24 +202,6 @@ def _plan_recomputed(binder: Binder, view: CatalogObject, query: ast.Query, key:
     key_outputs = tuple(key.index(n) if n in key else None for n in names)
     return ViewInput(tables[0], (), "", sqlite_sql(tree), key_outputs,
                      others=tuple(ViewSide(t, (), "") for t in tables[1:]), recomputed=True)
-
-
-def _plan_generated(binder: Binder, view: CatalogObject, query: ast.Query, key: tuple[str, ...], names: list[str],
-                    why: NotIncremental) -> ViewInput:
-    """A view over the relations of one load generator (views between inlined): recomputed whole from the rows
-    the generator has made up to each batch (engine/sources/generated_view.py), as SQLite computes it over them."""
-    from .queries import generator_source, over_generators
-
-    mixed = NotSupportedYet(f"a sink on materialized view '{view.name}', whose query reads a load generator and "
-                            "other relations, is not supported yet: a sink reads a view over the tables icesink "
-                            "keeps (engine tables, and those Postgres sources replicate) or over the relations of "
-                            "one load generator", why.pos)
-    tree, relations = over_generators(binder, query, lambda ref: mixed)
-    if len({generator_source(binder, obj).id for obj in relations.values()}) != 1:
-        raise mixed  # the relations of two generators tick on two clocks
-    ids = list(relations)
-    return ViewInput(ids[0], (), "", sqlite_sql(tree), tuple(key.index(n) if n in key else None for n in names),
-                     others=tuple(ViewSide(i, (), "") for i in ids[1:]), recomputed=True)
 
 
 def _plan_incremental(binder: Binder, view: CatalogObject, query: ast.Query, key: tuple[str, ...], names: list[str],

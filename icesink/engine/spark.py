@@ -63,7 +63,6 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
             from .sources.generators import GeneratorSource
             from .sources.joined_view import JoinedViewSource
             from .sources.recomputed_view import RecomputedViewSource
-            from .sources.generated_view import GeneratedViewSource
             from .sources.view import ViewSource
 
             _session.dataSource.register(EngineTableSource)
@@ -71,7 +70,6 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
             _session.dataSource.register(ViewSource)
             _session.dataSource.register(JoinedViewSource)
             _session.dataSource.register(RecomputedViewSource)
-            _session.dataSource.register(GeneratedViewSource)
             _start_python_daemon(_session.sparkContext)
             log.info("Spark started: master %s", master or "local[*]")
         return _session

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
+import contextlib
 import json
 import os
 import shutil
@@ -61,7 +62,8 @@ def storage_name(table_id: str) -> str:
 
 
 def generated_name(relation_id: str) -> str:
-    """A load generator's relation, as the SQLite query of a view over it names it (its rows are made per batch)."""
+    """A load generator's relation, as Spark SQL names it in a query over generators alone (its rows made on the
+    executors); a sink made by an older icesink may name it so in a view's SQLite query."""
     return f"g_{relation_id}"
 
 
@@ -186,6 +188,9 @@ class TableStore:
             self.db.execute("CREATE TABLE IF NOT EXISTS segments (table_id TEXT NOT NULL, after INTEGER NOT NULL,"
                             " upto INTEGER NOT NULL, ts INTEGER NOT NULL, path TEXT NOT NULL,"
                             " PRIMARY KEY (table_id, after))")
+            # a load generator's relation kept as a table: the tick its rows are up to (generated_tables.py)
+            self.db.execute("CREATE TABLE IF NOT EXISTS generated_ticks (table_id TEXT PRIMARY KEY,"
+                            " tick INTEGER NOT NULL)")
         self.segments = segments.SegmentLog(self)
         self.checkpoints: Checkpoints | None = None
 
@@ -198,11 +203,13 @@ class TableStore:
             self.checkpoints.close()
         self.db.close()
 
-    def create(self, table_id: str, columns: tuple[Column, ...], primary_key: tuple[str, ...]) -> None:
+    def create(self, table_id: str, columns: tuple[Column, ...], primary_key: tuple[str, ...],
+               within: bool = False) -> None:
+        """`within`: inside the caller's transaction rather than one of its own."""
         definitions = [_definition(column) for column in columns]
         if primary_key:
             definitions.append(f"PRIMARY KEY ({', '.join(map(quote, primary_key))})")
-        with self.transaction():
+        with contextlib.nullcontext() if within else self.transaction():
             # WITHOUT ROWID: a one-column integer key must not become SQLite's auto-filled rowid
             without_rowid = " WITHOUT ROWID" if primary_key else ""
             self.db.execute(f"CREATE TABLE {quote(storage_name(table_id))} ({', '.join(definitions)}){without_rowid}")
@@ -297,7 +304,7 @@ class TableStore:
     def drop(self, table_id: str) -> None:
         with self.transaction():
             self.db.execute(f"DROP TABLE IF EXISTS {quote(storage_name(table_id))}")
-            for table in ("changes", "acknowledged", "log_floor", "bases", "widened", "segments"):
+            for table in ("changes", "acknowledged", "log_floor", "bases", "widened", "segments", "generated_ticks"):
                 self.db.execute(f"DELETE FROM {table} WHERE table_id = ?", (table_id,))
         shutil.rmtree(base_dir(self.data_dir, table_id), ignore_errors=True)
         segments.remove(self.data_dir, table_id)

@@ -6,9 +6,10 @@ from __future__ import annotations
 from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
 from ..failures import Unsupported
+from ..tables import generated_name
 from .base import Input, ProgressBehindInput
 from .engine_table import EngineTableInput
-from .generated_view import GeneratedViewInput
+from .generated_table import GeneratedTableInput
 from .generators import GeneratorInput
 from .postgres import PostgresSubsourceInput
 from .joined_view import JoinedViewInput
@@ -28,24 +29,32 @@ def input_for(catalog: Catalog, relation: CatalogObject, view: ViewInput | None 
         if view is None:
             raise Unsupported(f"this sink was created before sinks on materialized views ran: recreate it to read "
                               f"'{relation.name}'")
+        if view.recomputed and generated_name(view.input_id) in view.query_sql:
+            raise Unsupported(f"this sink was created when a view over a load generator was recomputed from the "
+                              f"generator's history each batch: recreate it to read '{relation.name}'")
+        tables = [_view_table(catalog, catalog.get_by_id(t)) for t in view.table_ids]
         if view.recomputed:
             from ..sink import state_dir
 
-            tables = [input_for(catalog, catalog.get_by_id(t)) for t in view.table_ids]
-            results = state_dir(catalog.data_dir, sink_id) / RESULTS_DIR
-            if all(isinstance(t, GeneratorInput) for t in tables):
-                return GeneratedViewInput(catalog, relation, view, tables, results)
-            return RecomputedViewInput(catalog, relation, view, tables, results)
+            return RecomputedViewInput(catalog, relation, view, tables,
+                                       state_dir(catalog.data_dir, sink_id) / RESULTS_DIR)
         if view.others:
-            return JoinedViewInput(catalog, relation, view,
-                                   [input_for(catalog, catalog.get_by_id(table_id)) for table_id in view.table_ids])
-        return MaterializedViewInput(catalog, relation, view, input_for(catalog, catalog.get_by_id(view.input_id)))
+            return JoinedViewInput(catalog, relation, view, tables)
+        return MaterializedViewInput(catalog, relation, view, tables[0])
     origin_id = getattr(relation.descriptor, "source_id", None)
     origin = catalog.get_by_id(origin_id) if origin_id else relation
     kind = INPUTS.get(origin.type)
     if kind is None:
         raise Unsupported(f"sinks from {origin.type} sources are not supported yet")
     return kind(catalog, relation, origin)
+
+
+def _view_table(catalog: Catalog, relation: CatalogObject) -> Input:
+    """The input of a relation a view reads: a load generator's is read from the table that keeps its rows."""
+    found = input_for(catalog, relation)
+    if isinstance(found, GeneratorInput):
+        return GeneratedTableInput(catalog, relation, found.origin)
+    return found
 
 
 __all__ = ["INPUTS", "Input", "ProgressBehindInput", "input_for"]

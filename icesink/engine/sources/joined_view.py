@@ -17,6 +17,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
 from .engine_table import EngineTableInput, EngineTableReader
+from .generated_table import generated_option
 from .view import (ViewChanges, ViewInputs, WholeView, changes_of, create_indexes, recompute,
                    recompute_keys, view_batches, whole_partitions, whole_view)
 
@@ -64,13 +65,16 @@ class JoinedViewReader(DataSourceStreamReader):
                                            "cores": str(self.cores)})
                         for r in self.relations]
         self.planned = self.start  # the end of the last batch Spark planned
+        self.generated = options.get("generated")
 
     def initialOffset(self) -> dict:
         return {"offset": self.start}
 
     def latestOffset(self) -> dict:
+        from ..generated_tables import catch_up_given
         from ..tables import TableStore
 
+        catch_up_given(self.data_dir, self.generated)
         store = TableStore(self.data_dir)
         try:
             if self.planned == 0 and any(store.loading(r["table_id"]) for r in self.relations):  # as view.py's
@@ -125,5 +129,6 @@ class JoinedViewInput(ViewInputs):
         return (spark.readStream.format(JoinedViewSource.name())
                 .option("data_dir", str(Path(self.catalog.data_dir).resolve())).option("start", str(start.offset))
                 .option("view", json.dumps(self.view.to_json())).option("relations", json.dumps(tables))
+                .option("generated", generated_option(self.inputs))
                 .option("view_columns", self._columns()).option("cores", str(spark.sparkContext.defaultParallelism))
                 .load())

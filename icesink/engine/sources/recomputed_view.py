@@ -21,6 +21,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
 from .base import Input
+from .generated_table import generated_option
 from .view import ViewChanges, ViewInputs, view_batches
 
 log = logging.getLogger("icesink.sink")
@@ -59,13 +60,16 @@ class RecomputedViewReader(DataSourceStreamReader):
         self.view_columns = json.loads(options["view_columns"])
         self.table_ids = json.loads(options.get("table_ids", "[]"))
         self.results = Path(options["results"])
+        self.generated = options.get("generated")
 
     def initialOffset(self) -> dict:
         return {"offset": self.start}
 
     def latestOffset(self) -> dict:
+        from ..generated_tables import catch_up_given
         from ..tables import TableStore
 
+        catch_up_given(self.data_dir, self.generated)
         store = TableStore(self.data_dir)
         try:
             return {"offset": max([self.start, *(store.latest_offset(t) for t in self.table_ids)])}
@@ -144,7 +148,8 @@ class RecomputedViewInput(ViewInputs):
     def stream(self, spark, start):
         return (self._options(spark.readStream.format(RecomputedViewSource.name()), start)
                 .option("data_dir", str(Path(self.catalog.data_dir).resolve()))
-                .option("table_ids", json.dumps([i.relation.id for i in self.inputs])).load())
+                .option("table_ids", json.dumps([i.relation.id for i in self.inputs]))
+                .option("generated", generated_option(self.inputs)).load())
 
     def _options(self, reader, start):
         """The options every view recomputed whole reads."""

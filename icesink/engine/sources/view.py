@@ -140,10 +140,13 @@ class ViewReader(EngineTableReader):
         super().__init__(options)
         self.view = ViewInput.from_json(json.loads(options["view"]))
         self.view_columns = json.loads(options["view_columns"])
+        self.generated = options.get("generated")
 
     def latestOffset(self) -> dict:
+        from ..generated_tables import catch_up_given
         from ..tables import TableStore
 
+        catch_up_given(self.data_dir, self.generated)
         if self.planned > 0:
             return super().latestOffset()
         store = TableStore(self.data_dir)
