@@ -3,12 +3,15 @@ generator's changes since the last one, or all it has made since it started.
 
     .venv/bin/python bench/generated_views.py [--history 10000,100000] [--tick 10ms] [--seconds 30]
         [--view grouped|joined]
+    .venv/bin/python bench/generated_views.py --tpch 0.1
 
 For each history: an AUCTION source created AS OF that many ticks (three bids, an auction and two account changes a
 tick), a view over it (`grouped`: each auction's bids, count and top amount; `joined`: the same from auctions joined
 with their bids, with the item) and a sink on it (COMMIT INTERVAL 1 s, merge-on-read). Once the sink is live (its
 first batch of fewer than 2,000 changes after the first), prints the batch times over --seconds (p50, p95) and when
-the first commit came, from the scheduler's start. A figure, not a test.
+the first commit came, from the scheduler's start. With --tpch SCALE: how long the first query that joins TPCH's
+lineitem with a table takes (it brings lineitem's table of the store up to the snapshot), and the same query again.
+A figure, not a test.
 """
 from __future__ import annotations
 
@@ -95,13 +98,37 @@ def run(spark, history: int, tick: str, seconds: int, view: str) -> None:
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
+def tpch(scale: float) -> None:
+    data_dir = Path(tempfile.mkdtemp(prefix="icesink-bench-generated-"))
+    session = icesink.connect(data_dir)
+    try:
+        session.execute(f"CREATE SOURCE tpch FROM LOAD GENERATOR TPCH (SCALE FACTOR {scale}) FOR ALL TABLES;\n"
+                        "CREATE TABLE one (n bigint); INSERT INTO one VALUES (1);")
+        query = "SELECT count(*), sum(l_quantity) FROM lineitem JOIN one ON n = 1"
+        started = time.time()
+        count = session.execute(query)[-1].rows[0][0]
+        first = time.time() - started
+        started = time.time()
+        session.execute(query)
+        print(f"TPCH scale {scale}: lineitem's {count:,} rows kept in the store by the first query that joins it "
+              f"in {first:.1f}s ({count / first:,.0f} rows/s); the query again {time.time() - started:.2f}s",
+              flush=True)
+    finally:
+        session.close()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--history", default="10000,100000", help="ticks the generator has made at the start")
     parser.add_argument("--tick", default="10ms")
     parser.add_argument("--seconds", type=int, default=30)
     parser.add_argument("--view", choices=tuple(VIEWS), default="grouped")
+    parser.add_argument("--tpch", type=float, help="time keeping TPCH's lineitem at this scale instead")
     args = parser.parse_args()
+    if args.tpch:
+        tpch(args.tpch)
+        return
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("icesink.sink").setLevel(logging.INFO)
     spark = get_spark()

@@ -385,6 +385,12 @@ CREATE SINK user_activity_iceberg FROM user_activity_summary INTO ICEBERG CATALO
 CREATE SINK daily_sales_iceberg FROM daily_sales_summary INTO ICEBERG CATALOG CONNECTION lake
   (NAMESPACE 'sales', TABLE 'daily_summary') KEY (product_id, sale_date) MODE UPSERT
   WITH (COMMIT INTERVAL '1s', WRITE MODE 'merge-on-read');
+CREATE SOURCE auction FROM LOAD GENERATOR AUCTION (TICK INTERVAL '50ms', UP TO 200) FOR ALL TABLES;
+CREATE MATERIALIZED VIEW category_bids AS
+SELECT p.category, COUNT(*) AS bids, MAX(b.amount) AS top FROM bids b JOIN products p ON p.id = b.buyer
+GROUP BY p.category;
+CREATE SINK category_bids_iceberg FROM category_bids INTO ICEBERG CATALOG CONNECTION lake
+  (NAMESPACE 'auction', TABLE 'category_bids') KEY (category) MODE UPSERT WITH (COMMIT INTERVAL '1s');
 """
 
 
@@ -437,6 +443,8 @@ SEED_004_SINKS = {
     "category_sales_iceberg": ("category_sales", "orders, products",
                                "category, order_count, total_revenue, last_order", "category"),
     "top_products_iceberg": ("top_products", "orders", "product_id, revenue", "product_id"),
+    # a load generator's bids (its ticks over by the final run) joined with a table the writer changes
+    "category_bids_iceberg": ("category_bids", "bids, products", "category, bids, top", "category"),
 }
 
 
@@ -451,6 +459,8 @@ def test_seed_004_views_reach_iceberg_exactly_while_serve_is_killed(session):
         writer.stopped.set()
         writer.join()
     assert seams == 2  # killed at both seams of the commit protocol
+    # the generator is past UP TO (200 ticks of 3 bids), and its bids all kept (a query that joins them catches up)
+    assert rows(session, "SELECT (SELECT count(*) FROM bids), (SELECT count(*) FROM products)")[0][0] == 600
     final, stalled = serve(session.data_dir), None
     try:
         for sink, (view, tables, _, _) in SEED_004_SINKS.items():
@@ -469,7 +479,7 @@ def test_seed_004_views_reach_iceberg_exactly_while_serve_is_killed(session):
     assert ended == 0
     for sink, (view, _, columns, order) in SEED_004_SINKS.items():
         expected, got = _view_and_table(session, sink, view, columns, order)
-        assert len(expected) > {"category_sales": 1, "top_products": 2}.get(view, 20)
+        assert len(expected) > {"category_sales": 1, "top_products": 2, "category_bids": 1}.get(view, 20)
         assert got == expected, sink
     assert ("failed",) not in rows(session, "SELECT DISTINCT status FROM mz_internal.mz_sink_status_history")
 
