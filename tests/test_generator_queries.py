@@ -1,5 +1,7 @@
-"""SELECT from load generators, and views over them: Spark generates each relation's rows up to now on its executors,
-consolidates them (retractions cancel insertions; KEY VALUE keeps each key's newest value), and runs the query."""
+"""SELECT from load generators, and views over them: over generators alone, Spark generates each relation's rows up to
+now on its executors, consolidates them (retractions cancel insertions; KEY VALUE keeps each key's newest value), and
+runs the query; joined with other relations, and in a sink's view, they are read from the tables of the store that
+keep them, brought up to the generator's tick."""
 import time
 from decimal import Decimal
 
@@ -52,6 +54,25 @@ def test_a_query_joining_load_generators_with_tables_reads_the_generators_rows_k
 def _plain(found: list[tuple]) -> list[tuple]:
     """SQLite's answer and Spark's in one form: SQLite sums numerics as doubles and shows dates as text."""
     return [tuple(round(float(v), 2) if isinstance(v, (float, Decimal)) else str(v) for v in row) for row in found]
+
+
+def test_a_generators_kept_rows_are_its_own_each_retraction_of_a_row_it_made(session, spark):
+    """AUCTION's accounts: each change of a balance retracts the one before (account 1's too, whose first change
+    comes at tick 100), so Spark's consolidation and the kept table (which deletes by key, and refuses a retraction
+    that finds no row) both hold each account once. A COUNTER that has made nothing yet is kept empty, every time it
+    is read; INSERT … SELECT reads generators too."""
+    session.execute("CREATE SOURCE auction FROM LOAD GENERATOR AUCTION (TICK INTERVAL '1h', AS OF 250) FOR ALL TABLES;"
+                    "CREATE SOURCE idle FROM LOAD GENERATOR COUNTER (UP TO 0);"
+                    "CREATE TABLE one (n bigint); INSERT INTO one VALUES (1);"
+                    "CREATE TABLE copied (id bigint, balance bigint);")
+    assert rows(session, "SELECT count(*), count(DISTINCT id) FROM accounts") == [(100, 100)]
+    assert rows(session, "SELECT count(*), count(DISTINCT id), sum(balance) FROM accounts JOIN one ON n = 1") == \
+        rows(session, "SELECT count(*), count(DISTINCT id), sum(balance) FROM accounts")
+    for _ in range(2):
+        assert rows(session, "SELECT count(*) FROM idle JOIN one ON true") == [(0,)]
+    session.execute("INSERT INTO copied SELECT id, balance FROM accounts WHERE id <= 10")
+    assert rows(session, "SELECT count(*), sum(balance) FROM copied") == \
+        rows(session, "SELECT count(*), sum(balance) FROM accounts WHERE id <= 10")
 
 
 GENERATED_VIEWS = """

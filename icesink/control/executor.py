@@ -259,7 +259,12 @@ class Executor:
                 generated.close()
         return _spark_result(spark, plan.sql)
 
+    def _catch_up(self, generated: tuple) -> None:
+        """The tables that keep load generators' relations a statement reads, brought up to their tick now."""
+        catch_up(self.catalog.data_dir, [spec(self.catalog, self.catalog.get_by_id(i)) for i in generated], whole=True)
+
     def _WritePlan(self, plan: WritePlan) -> Result:
+        self._catch_up(plan.generated)
         count = self.tables.write(plan.sql, f"{plan.verb} into table '{plan.table.name}'", plan.positions)
         return Result(f"{plan.verb} {'0 ' if plan.verb == 'INSERT' else ''}{count}")
 
@@ -296,8 +301,7 @@ class Executor:
             if reason is not None:
                 raise CatalogError(f"'{name}' cannot be read yet: {reason}; it can once the source has run (icesink "
                                    "serve, or a shell or script that runs the sinks and sources)")
-        catch_up(self.catalog.data_dir, [spec(self.catalog, self.catalog.get_by_id(i)) for i in plan.generated],
-                 whole=True)
+        self._catch_up(plan.generated)
         run = self.tables.query if plan.target == "tables" else self.catalog.query
         try:
             columns, rows = run(plan.sql, plan.params)

@@ -109,6 +109,7 @@ class WritePlan:
     sql: str  # SQLite over the table's storage, each new value through icesink_in(type, column, value)
     verb: str  # INSERT, UPDATE, DELETE
     positions: dict[str, int] = field(default_factory=dict)  # column (or 'division by zero') -> where to point
+    generated: tuple = ()  # ids of load generators' relations its SELECT reads (QueryPlan's)
 
 
 @dataclass

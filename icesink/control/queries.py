@@ -18,8 +18,8 @@ from .plans import GeneratorQueryPlan, IcebergQueryPlan, QueryPlan
 from .query import check_qualified_columns, table_refs, walk
 
 _SYSTEM_SCHEMAS = ("mz_catalog", "mz_internal")
-_RUNTIME = ("a query reads engine tables, system views, what Postgres sources replicate and the views over them, "
-            "or load generators and the views over them")
+_RUNTIME = ("a query reads engine tables, system views, what Postgres sources replicate and load generators make, "
+            "and the views over them")
 
 _SHOW = {
     "secrets": ("SELECT name FROM mz_secrets", ""),
@@ -259,7 +259,7 @@ def sqlite_tables(binder: Binder, refs: list[ast.TableRef], replicated: Replicat
     storage = {ref.name.name: engine_table_storage(binder, ref, replicated, generated=generated) for ref in refs}
     tables = {name for name, stored in storage.items() if stored is not None}
     if tables and len(tables) != len(storage):
-        raise NotSupportedYet("a query that joins engine tables with system views is not supported yet")
+        raise NotSupportedYet("a query that joins system views with other relations is not supported yet")
 
     def name_table(ref: ast.TableRef) -> exp.Expression:
         stored = storage[ref.name.name]
@@ -331,10 +331,9 @@ def over_generators(binder: Binder, query: ast.Query,
     return render.query(query, name_table), relations
 
 
-def _plan_generator_query(binder: Binder, stmt: ast.Select) -> GeneratorQueryPlan:
-    """A query over load generators' relations: Spark generates each one's rows up to now and runs the query."""
-    tree, relations = over_generators(binder, stmt.query, lambda ref: NotSupportedYet(
-        f"a query that reads load generators and \"{ref.name}\" (not one) is not supported yet", ref.name.pos))
+def _plan_generator_query(tree: exp.Expression, relations: dict) -> GeneratorQueryPlan:
+    """A query over load generators' relations alone (`over_generators`'s): Spark generates each one's rows up to
+    now and runs the query."""
     for select in [tree] if isinstance(tree, exp.Select) else [tree.left, tree.right]:
         # an expression's column is named as a query over engine tables names it (`COUNT(*)`, not Spark's `count(1)`)
         if isinstance(select, exp.Select):
@@ -377,8 +376,9 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
         if shows:
             raise NotSupportedYet("a query that joins load generators with SHOW is not supported yet",
                                   shows[0].show.name.pos)
-        if _generated_only(binder, stmt.query):
-            return _plan_generator_query(binder, stmt)
+        generated_only = _over_generators_only(binder, stmt.query)
+        if generated_only is not None:
+            return _plan_generator_query(*generated_only)
     replicated: Replicated = []
     generated: list = []
     name_table, engine_tables = sqlite_tables(binder, refs, replicated, generated)
@@ -391,19 +391,18 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
                      generated=tuple(dict.fromkeys(generated)))
 
 
-def _generated_only(binder: Binder, query: ast.Query) -> bool:
-    """Whether `query` reads load generators' relations alone (Spark generates them), not them and other relations
-    (SQLite reads them all, the generators' from the tables that keep their rows)."""
+def _over_generators_only(binder: Binder, query: ast.Query) -> tuple[exp.Expression, dict] | None:
+    """`over_generators(query)` when it reads load generators' relations alone (Spark generates them); None when it
+    reads other relations too (SQLite reads them all, the generators' from the tables that keep their rows)."""
     class Other(Exception):
         pass
 
     def other(ref):
         return Other()
     try:
-        over_generators(binder, query, other)
+        return over_generators(binder, query, other)
     except Other:
-        return False
-    return True
+        return None
 
 
 def column_positions(stmt) -> dict[str, int]:

@@ -1,10 +1,11 @@
 """Planning a sink on a materialized view: how each batch brings the sink's Iceberg table up to date.
 
 Incrementally (engine/sources/view.py, joined_view.py), over the tables icesink keeps (engine tables, those a
-Postgres source replicates, and those that keep load generators' relations, engine/generated_tables.py): a `GROUP BY` query (any aggregates, `WHERE`, `HAVING`, `CASE`, casts), whose key is its
-grouping; a query without aggregates that keeps its table's primary key, whose key is that; a `SELECT DISTINCT`,
-keyed by its columns; inner and left joins of those by equalities (view_joins.py); `UNION [ALL]` of those; views
-over views that filter, project and join (merged in). A batch recomputes only the keys its changes touch.
+Postgres source replicates, and those that keep load generators' relations, engine/generated_tables.py): a
+`GROUP BY` query (any aggregates, `WHERE`, `HAVING`, `CASE`, casts), whose key is its grouping; a query without
+aggregates that keeps its table's primary key, whose key is that; a `SELECT DISTINCT`, keyed by its columns; inner
+and left joins of those by equalities (view_joins.py); `UNION [ALL]` of those; views over views that filter,
+project and join (merged in). A batch recomputes only the keys its changes touch.
 
 Anything else over those tables is recomputed whole each batch and diffed (recomputed_view.py).
 """

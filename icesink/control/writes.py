@@ -200,6 +200,7 @@ def plan_write(binder: Binder, stmt, text: str):
         if rows is not None:
             return InsertRowsPlan(table, targets, rows)
     storage = storage_name(table.id)
+    generated: list = []
     if isinstance(stmt, ast.Insert):
         name_table = None
         if stmt.query is not None:
@@ -207,9 +208,9 @@ def plan_write(binder: Binder, stmt, text: str):
             check_qualified_columns(stmt.query)
             refs = table_refs(stmt.query)
             for ref in refs:
-                if engine_table_storage(binder, ref) is None:
+                if engine_table_storage(binder, ref, generated=[]) is None:
                     raise NotSupportedYet("INSERT … SELECT from system views is not supported", ref.name.pos)
-            name_table, _ = sqlite_tables(binder, refs)
+            name_table, _ = sqlite_tables(binder, refs, generated=generated)
         sql = _insert_sql(stmt, storage, targets, name_table)
     else:
         where = exp.Where(this=render.expression(stmt.where)) if stmt.where is not None else None
@@ -221,5 +222,5 @@ def plan_write(binder: Binder, stmt, text: str):
         else:
             tree = exp.Delete(this=_target(stmt, storage), where=where)
         sql = sqlite_sql(tree)
-    return WritePlan(table, sql, verb, _positions(stmt))
+    return WritePlan(table, sql, verb, _positions(stmt), tuple(dict.fromkeys(generated)))
 

@@ -4,10 +4,10 @@ other tables.
 
 The generator is deterministic, so its rows need no process of their own: whoever reads a relation (a view's
 reader as each trigger asks how far the tables go, a SELECT that joins it with a table) first brings its table up
-to the generator's current tick, applying each tick's changes (an insertion, a retraction by key, an upsert for
-KEY VALUE) in one transaction with the tick reached, which `generated_ticks` records. Two readers catching up at
-once are serialized by that transaction: the second finds the ticks applied. The tables' triggers log the changes
-as an engine table's are logged."""
+to the generator's current tick, applying its changes (an insertion, a retraction by key, an upsert for KEY VALUE)
+a partition of the generator's at a time, each in one transaction with the progress it makes, which
+`generated_ticks` records. Two readers catching up at once are serialized by those transactions: the second finds
+the partition applied and stops. The tables' triggers log the changes as an engine table's are logged."""
 from __future__ import annotations
 
 import json
@@ -17,8 +17,8 @@ from ..model.types import Column
 from .tables import TableStore, _affinity, quote, storage_name
 from .values import input_function
 
-# ticks applied in one transaction by a view's reader: a generator that ran ahead for long (a 1 ms tick while icesink
-# was stopped) is caught up over several batches, each of a bounded size, rather than in one that holds the store
+# ticks a view's reader applies before a batch: a generator that ran ahead for long (a 1 ms tick while icesink was
+# stopped) is caught up over several batches of a bounded size rather than in one
 TICKS_PER_CATCH_UP = 10_000
 
 
@@ -34,56 +34,71 @@ def spec(catalog, relation) -> dict:
             "primary_key": list(relation.descriptor.primary_key), "upsert": generator.upsert_stream}
 
 
-def catch_up(data_dir, specs: list[dict], whole: bool = False) -> None:
-    """Brings each relation's table up to its generator's tick now, TICKS_PER_CATCH_UP ticks at most unless
-    `whole`; the relations of one generator to the same tick, so a join of them sees one moment of it."""
+def catch_up(data_dir, specs: list[dict], whole: bool = False, create: bool = True) -> None:
+    """Brings each relation's table up to its generator's tick now: TICKS_PER_CATCH_UP ticks at most unless
+    `whole`. `create`: make a table that is not there (a caller that has just found the relation in the catalog); a
+    view's reader, which may run after a DROP SOURCE, does not, and leaves a dropped relation alone."""
     from .sources.generators import GeneratorReader
 
     if not specs:
         return
     store = TableStore(data_dir, writer=True)
     try:
-        by_source = {}
         for relation in specs:
-            source = (relation["options"]["generator"], relation["options"]["start_ms"],
-                      relation["options"]["settings"])
-            by_source.setdefault(source, []).append(relation)
-        for relations in by_source.values():
-            clock = GeneratorReader(relations[0]["options"])
+            clock = GeneratorReader(relation["options"])
             now = clock.latestOffset()["offset"] >> clock.bits
-            while not _apply(store, relations, now) and whole:
-                pass
+            found = store.db.execute("SELECT tick, pieces FROM generated_ticks WHERE table_id = ?",
+                                     (relation["table_id"],)).fetchone()
+            if found is None and create:
+                with store.transaction():
+                    if store.db.execute("SELECT 1 FROM generated_ticks WHERE table_id = ?",
+                                        (relation["table_id"],)).fetchone() is None:
+                        store.create(relation["table_id"], tuple(Column(**c) for c in relation["columns"]),
+                                     tuple(relation["primary_key"]), within=True)
+                        store.db.execute("INSERT INTO generated_ticks VALUES (?, 0, 0)", (relation["table_id"],))
+                found = (0, 0)
+            if found is not None and found[0] < now:
+                _apply(store, relation, now if whole else min(now, found[0] + TICKS_PER_CATCH_UP))
     finally:
         store.close()
 
 
-def _apply(store: TableStore, relations: list[dict], now: int) -> bool:
-    """Applies the next ticks up to `now` to each relation's table in one transaction; whether all reached it."""
-    reached = True
-    with store.transaction():
-        for relation in relations:
-            table_id = relation["table_id"]
-            found = store.db.execute("SELECT tick FROM generated_ticks WHERE table_id = ?", (table_id,)).fetchone()
-            if found is None:
-                store.create(table_id, tuple(Column(c["name"], c["type"]) for c in relation["columns"]),
-                             tuple(relation["primary_key"]), within=True)
-            applied = found[0] if found else 0
-            upto = min(now, applied + TICKS_PER_CATCH_UP)
-            if upto <= applied:
-                continue
-            _changes(store, relation, applied, upto)
-            store.db.execute("INSERT INTO generated_ticks VALUES (?, ?) ON CONFLICT (table_id) DO UPDATE SET "
-                             "tick = excluded.tick", (table_id, upto))
-            reached = reached and upto == now
-    return reached
+def _apply(store: TableStore, relation: dict, upto: int) -> None:
+    """Applies the relation's ticks up to `upto` after those its table holds, a partition of the generator's (50
+    ticks, or a piece of TPCH's snapshot) a transaction, each with the progress it makes: other writers of the store
+    never wait for a whole snapshot. `pieces` counts the pieces of the next tick's snapshot already applied."""
+    from .sources.generators import GeneratorReader, SnapshotPiece
+    from .sources.tpch import SNAPSHOT_TICK
+
+    table_id, bits = relation["table_id"], _bits(relation)
+    applied, pieces = store.db.execute("SELECT tick, pieces FROM generated_ticks WHERE table_id = ?",
+                                       (table_id,)).fetchone()
+    reader = GeneratorReader({**relation["options"], "start": str(applied << bits)})
+    parts = reader.partitions(reader.initialOffset(), {"offset": (upto << bits) | ((1 << bits) - 1)})
+    snapshot = [p for p in parts if isinstance(p, SnapshotPiece)]
+    apply = _applier(store, relation)
+    for index, part in enumerate(parts):
+        if index < pieces:
+            continue  # applied before a crash, or by a catch-up that was cut short
+        with store.transaction():
+            now = store.db.execute("SELECT tick, pieces FROM generated_ticks WHERE table_id = ?",
+                                   (table_id,)).fetchone()
+            if now != (applied, index if isinstance(part, SnapshotPiece) else 0):
+                return  # another catch-up got here first (or the relation was dropped): it goes on from there
+            apply(reader.read(part))
+            if isinstance(part, SnapshotPiece) and index + 1 < len(snapshot):
+                store.db.execute("UPDATE generated_ticks SET pieces = ? WHERE table_id = ?", (index + 1, table_id))
+            else:
+                applied = SNAPSHOT_TICK if isinstance(part, SnapshotPiece) else part.upto
+                store.db.execute("UPDATE generated_ticks SET tick = ?, pieces = 0 WHERE table_id = ?",
+                                 (applied, table_id))
 
 
-def _changes(store: TableStore, relation: dict, after: int, upto: int) -> None:
-    """The relation's changes of ticks (after, upto], in their order: runs of insertions (upserts, for an upsert
-    stream) and of retractions (by key), each one statement."""
-    from .sources.generators import GeneratorReader
-
-    columns = [Column(c["name"], c["type"]) for c in relation["columns"]]
+def _applier(store: TableStore, relation: dict):
+    """A function applying a generator partition's changes to the relation's table, in their order: runs of
+    insertions (upserts, for an upsert stream) and of retractions (by key, each of a row that is there), each one
+    statement."""
+    columns = [Column(**c) for c in relation["columns"]]
     names, key = [c.name for c in columns], relation["primary_key"]
     positions = [names.index(k) for k in key]
     table = quote(storage_name(relation["table_id"]))
@@ -92,15 +107,19 @@ def _changes(store: TableStore, relation: dict, after: int, upto: int) -> None:
         insert += (f" ON CONFLICT ({', '.join(map(quote, key))}) DO UPDATE SET "
                    + ", ".join(f"{quote(n)} = excluded.{quote(n)}" for n in names if n not in key))
     delete = f"DELETE FROM {table} WHERE " + " AND ".join(f"{quote(k)} = ?" for k in key)
-    reader = GeneratorReader({**relation["options"], "start": str(after << _bits(relation))})
-    end = {"offset": (upto << _bits(relation)) | ((1 << _bits(relation)) - 1)}
     stored = [_stored(c.type) for c in columns]
-    for part in reader.partitions(reader.initialOffset(), end):
-        for diff, run in groupby(_rows(reader.read(part), len(columns), stored), key=lambda change: change[1]):
+
+    def apply(items) -> None:
+        for diff, run in groupby(_rows(items, len(columns), stored), key=lambda change: change[1]):
             if diff > 0:
                 store.db.executemany(insert, [row for row, _ in run])
-            else:
-                store.db.executemany(delete, [tuple(row[i] for i in positions) for row, _ in run])
+                continue
+            keys = [tuple(row[i] for i in positions) for row, _ in run]
+            deleted = store.db.executemany(delete, keys).rowcount
+            if deleted != len(keys):  # the generator retracted a row it never made: say so, rather than drift
+                raise ValueError(f"load generator relation {relation['table_id']}: {len(keys) - deleted} of "
+                                 f"{len(keys)} retractions found no row of their key")
+    return apply
 
 
 def _bits(relation: dict) -> int:
@@ -122,12 +141,13 @@ def _rows(items, width: int, stored: list):
 
 
 def _arrow_stored(values, convert) -> list:
-    """An Arrow column's values as the store keeps them. Arrow's own text of a decimal (its scale's digits) and of a
-    date (ISO) is the store's, made without a Python call per value: TPCH's snapshot is millions of them."""
+    """An Arrow column's values as the store keeps them. Arrow's own text of a decimal of scale 6 at most (its scale's
+    digits; a larger one may be written with an exponent) and of a date (ISO) is the store's, made without a Python
+    call per value: TPCH's snapshot is millions of them."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if pa.types.is_decimal(values.type) or pa.types.is_date32(values.type):
+    if (pa.types.is_decimal(values.type) and values.type.scale <= 6) or pa.types.is_date32(values.type):
         return pc.cast(values, pa.string()).to_pylist()
     return convert(values.to_pylist())
 
@@ -144,4 +164,4 @@ def _stored(type_name: str):
 def catch_up_given(data_dir, given: str | None) -> None:
     """For a view's reader: catches up the load generators' tables its `generated` option names (JSON specs)."""
     if given:
-        catch_up(data_dir, json.loads(given))
+        catch_up(data_dir, json.loads(given), create=False)

@@ -67,12 +67,6 @@ def generated_name(relation_id: str) -> str:
     return f"g_{relation_id}"
 
 
-def create_table(db, name: str, columns) -> None:
-    """A table of `columns` as the store declares them (affinity, numeric collation), without a key or a log."""
-    db.create_collation(NUMERIC_COLLATION, _compare_numeric)
-    db.execute(f"CREATE TABLE {quote(name)} ({', '.join(_definition(c) for c in columns)})")
-
-
 def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -188,9 +182,10 @@ class TableStore:
             self.db.execute("CREATE TABLE IF NOT EXISTS segments (table_id TEXT NOT NULL, after INTEGER NOT NULL,"
                             " upto INTEGER NOT NULL, ts INTEGER NOT NULL, path TEXT NOT NULL,"
                             " PRIMARY KEY (table_id, after))")
-            # a load generator's relation kept as a table: the tick its rows are up to (generated_tables.py)
+            # a load generator's relation kept as a table: the tick its rows are up to, and the pieces of the next
+            # tick's snapshot they hold (generated_tables.py)
             self.db.execute("CREATE TABLE IF NOT EXISTS generated_ticks (table_id TEXT PRIMARY KEY,"
-                            " tick INTEGER NOT NULL)")
+                            " tick INTEGER NOT NULL, pieces INTEGER NOT NULL)")
         self.segments = segments.SegmentLog(self)
         self.checkpoints: Checkpoints | None = None
 

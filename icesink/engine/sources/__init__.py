@@ -30,6 +30,7 @@ def input_for(catalog: Catalog, relation: CatalogObject, view: ViewInput | None 
             raise Unsupported(f"this sink was created before sinks on materialized views ran: recreate it to read "
                               f"'{relation.name}'")
         if view.recomputed and generated_name(view.input_id) in view.query_sql:
+            # its progress is a generator's tick, which the tables that now keep the generator's rows do not count
             raise Unsupported(f"this sink was created when a view over a load generator was recomputed from the "
                               f"generator's history each batch: recreate it to read '{relation.name}'")
         tables = [_view_table(catalog, catalog.get_by_id(t)) for t in view.table_ids]

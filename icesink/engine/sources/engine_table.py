@@ -337,11 +337,12 @@ class EngineTableInput(Input):
         thread, since a compaction reads the log up to there and a batch must not wait for it."""
         table_id, name, data_dir = self.relation.id, self.relation.name, self.catalog.data_dir
         self.log.acknowledge(sink_id, table_id, frontier.offset)
+        log_readers = self.log_readers
 
         def readers() -> set[str]:  # the table's sinks as the compaction goes (a connection of its own thread's)
             catalog = Catalog(data_dir)
             try:
-                return catalog.sinks_reading(table_id)
+                return log_readers(catalog, table_id)
             finally:
                 catalog.close()
 
@@ -354,6 +355,11 @@ class EngineTableInput(Input):
             if removed:
                 log.info("table %s: compacted %d entries of the change log", name, removed)
         housekeeping.later(("compact", str(data_dir), table_id), compact)
+
+    @staticmethod
+    def log_readers(catalog: Catalog, table_id: str) -> set[str]:
+        """The sinks that read the table's change log, whose acknowledgements its compaction waits for."""
+        return catalog.sinks_reading(table_id)
 
     def close(self) -> None:
         self.log.close()

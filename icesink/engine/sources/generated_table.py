@@ -18,6 +18,14 @@ class GeneratedTableInput(EngineTableInput):
     def _reader(self, spark, start):
         return super()._reader(spark, start).option("generated", json.dumps([self.spec]))
 
+    @staticmethod
+    def log_readers(catalog, table_id: str) -> set[str]:
+        """Only the sinks on views over the relation read its table's log: one on the relation itself reads the
+        generator, and acknowledges nothing here."""
+        sinks = [catalog.get_by_id(s) for s in catalog.sinks_reading(table_id)]
+        return {s.id for s in sinks if s is not None and s.descriptor.view is not None
+                and table_id in s.descriptor.view.table_ids}
+
 
 def generated_option(inputs) -> str:
     """The `generated` option of a view's reader over `inputs`: the load generators' relations among them."""

@@ -58,7 +58,8 @@ def tick_rows(generator: str, relation: str, options: dict, start_ms: int, tick:
             if tick == 1:
                 for user in range(1, USERS + 1):
                     yield (user, user % ORGANIZATIONS + 1, _balance(seed, user, -1)), 1
-            account, version = tick % USERS + 1, tick // USERS
+            # the n-th change of an account (n from 0) retracts the balance of its (n - 1)-th, -1 being tick 1's
+            account, version = tick % USERS + 1, (tick - 1) // USERS
             org = account % ORGANIZATIONS + 1
             yield (account, org, _balance(seed, account, version - 1)), -1
             yield (account, org, _balance(seed, account, version)), 1
