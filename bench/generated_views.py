@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import shutil
 import statistics
 import sys
@@ -31,11 +30,10 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("ICESINK_SECRET_STORE", "file")
 
 import icesink  # noqa: E402
-from bench.stats import percentile  # noqa: E402
+from bench.stats import Commits, percentile  # noqa: E402
 from icesink.engine.scheduler import Scheduler  # noqa: E402
 from icesink.engine.spark import get_spark  # noqa: E402
 
-BATCH = re.compile(r"committed (\d+) changes up to \D*(\d+)\D* in ([\d.]+)s")
 LIVE = 2_000  # changes of a batch past which the sink is still catching up with the history
 
 VIEWS = {
@@ -51,21 +49,8 @@ CREATE SINK bid_stats_lake FROM bid_stats INTO ICEBERG CATALOG CONNECTION lake (
 }
 
 
-class Recorder(logging.Handler):
-    """The sink's commits as it logs them: (time, changes, seconds)."""
-
-    def __init__(self):
-        super().__init__(logging.INFO)
-        self.batches = []
-
-    def emit(self, record):
-        found = BATCH.search(record.getMessage())
-        if found is not None:
-            self.batches.append((time.time(), int(found[1]), float(found[3])))
-
-
 def run(spark, history: int, tick: str, seconds: int, view: str) -> None:
-    recorder = Recorder()
+    recorder = Commits()
     logging.getLogger("icesink.sink").addHandler(recorder)
     data_dir = Path(tempfile.mkdtemp(prefix="icesink-bench-generated-"))
     session = icesink.connect(data_dir)
@@ -79,16 +64,16 @@ def run(spark, history: int, tick: str, seconds: int, view: str) -> None:
         try:
             while not recorder.batches:
                 time.sleep(0.2)
-            first = recorder.batches[0][0] - started
-            while not any(changes < LIVE for _, changes, _ in recorder.batches[1:]):
+            first = recorder.batches[0].at - started
+            while not any(c.changes < LIVE for c in recorder.batches[1:]):
                 time.sleep(0.2)
             live = time.time()
             time.sleep(seconds)
         finally:
             scheduler.stop()
-        times = [s for at, _, s in recorder.batches if at > live]
-        changes = [n for at, n, _ in recorder.batches if at > live]
-        later = [s for at, _, s in recorder.batches if at > live + seconds / 2]
+        times = [c.seconds for c in recorder.batches if c.at > live]
+        changes = [c.changes for c in recorder.batches if c.at > live]
+        later = [c.seconds for c in recorder.batches if c.at > live + seconds / 2]
         print(f"AUCTION AS OF {history:,} ticks (tick {tick}), view {view}: first commit {first:.1f}s after the "
               f"scheduler started, live {live - started:.1f}s after; {len(times)} batches in {seconds}s: p50 "
               f"{statistics.median(times):.2f}s, p95 {percentile(times, 0.95):.2f}s, worst {max(times):.2f}s, "

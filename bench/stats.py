@@ -1,6 +1,32 @@
 """Small helpers the benchmark scripts share."""
+import logging
 import os
+import re
+import time
 from pathlib import Path
+from typing import NamedTuple
+
+_COMMITTED = re.compile(r"committed (\d+) changes up to \D*(\d+)\D* in ([\d.]+)s")
+
+
+class Commit(NamedTuple):
+    at: float  # when it was logged
+    changes: int
+    offset: int  # the first number of the frontier it covers
+    seconds: float  # the batch's time
+
+
+class Commits(logging.Handler):
+    """A sink's commits as icesink.sink logs them, in `batches`."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.batches: list[Commit] = []
+
+    def emit(self, record):
+        found = _COMMITTED.search(record.getMessage())
+        if found is not None:
+            self.batches.append(Commit(time.time(), int(found[1]), int(found[2]), float(found[3])))
 
 
 def percentile(samples, q: float):

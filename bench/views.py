@@ -22,7 +22,6 @@ import argparse
 import json
 import logging
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -36,11 +35,10 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("ICESINK_SECRET_STORE", "file")
 
 import icesink  # noqa: E402
-from bench.stats import percentile  # noqa: E402
+from bench.stats import Commits, percentile  # noqa: E402
 from icesink.engine.scheduler import Scheduler  # noqa: E402
 from icesink.engine.spark import get_spark  # noqa: E402
 
-BATCH = re.compile(r"committed (\d+) changes up to \D*(\d+)\D* in ([\d.]+)s")
 
 SETUP = """
 CREATE TABLE user_events (id bigint NOT NULL, user_id bigint, session_id text, event_timestamp timestamp,
@@ -69,24 +67,11 @@ FROM user_events e JOIN users u ON u.id = e.user_id GROUP BY e.user_id, DATE_TRU
 }
 
 
-class Recorder(logging.Handler):
-    """The sink's commits as it logs them: (time, offset covered, seconds)."""
-
-    def __init__(self):
-        super().__init__(logging.INFO)
-        self.batches = []
-
-    def emit(self, record):
-        found = BATCH.search(record.getMessage())
-        if found is not None:
-            self.batches.append((time.time(), int(found[2]), float(found[3])))
-
-
 def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
         view: str = "summary", changes: str = "moves") -> tuple[float, float, int]:
     """One input size; returns the median batch time, the median time a batch takes per change, and the changes a
     second the store took."""
-    recorder = Recorder()
+    recorder = Commits()
     logging.getLogger("icesink.sink").addHandler(recorder)
     data_dir = Path(tempfile.mkdtemp(prefix="icesink-bench-views-"))
     session = icesink.connect(data_dir)
@@ -100,7 +85,7 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
         try:
             while not recorder.batches:
                 time.sleep(0.5)
-            first_commit = recorder.batches[0][0] - started
+            first_commit = recorder.batches[0].at - started
             groups = session.execute("SELECT count(*) FROM user_activity_summary")[-1].rows[0][0]
             print(f"first batch (index built, every group written: {groups:,} rows): committed "
                   f"{first_commit:.1f}s after the scheduler started", flush=True)
@@ -111,24 +96,24 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
             made = [tuple(json.loads(line)) for line in writer.stdout.splitlines()]
             offered = sum(n for _, _, n in made) / (made[-1][0] - made[0][0] + 1)
             deadline = time.time() + 300
-            while recorder.batches[-1][1] < made[-1][1] and time.time() < deadline:
+            while recorder.batches[-1].offset < made[-1][1] and time.time() < deadline:
                 time.sleep(0.5)
         finally:
             scheduler.stop()
         batches = recorder.batches[1:]
         fresh = []
         for at, offset, _ in made:
-            covering = next((t for t, upto, _ in batches if upto >= offset), None)
+            covering = next((c.at for c in batches if c.offset >= offset), None)
             if covering is not None:
                 fresh.append(covering - at)
-        caught_up = next((t for t, upto, _ in batches if upto >= made[-1][1]), None)
+        caught_up = next((c.at for c in batches if c.offset >= made[-1][1]), None)
         committed = sum(n for _, _, n in made) / (caught_up - made[0][0] + 1) if caught_up else 0
-        times = [s for _, _, s in batches]
+        times = [c.seconds for c in batches]
         median = statistics.median(times)
         # a moved event is two entries of the table's log (its old row and its new), a new one is one
         entries = 2 if changes == "moves" else 1
-        per_change = statistics.median(s / ((upto - before) / entries) * 1e6 for (_, before, _), (_, upto, s)
-                                       in zip(recorder.batches, batches) if upto > before)
+        per_change = statistics.median(c.seconds / ((c.offset - b.offset) / entries) * 1e6
+                                       for b, c in zip(recorder.batches, batches) if c.offset > b.offset)
         print(f"view {view}, input {rows:,} rows, {mode}, {changes}: {rate:,} changes/s offered for {seconds}s ({offered:,.0f}/s measured), "
               f"{committed:,.0f}/s committed end to end; {len(times)} batches after the first: p50 {median:.2f}s, "
               f"p95 {percentile(times, 0.95):.2f}s, worst {max(times):.2f}s; freshness p50 "
