@@ -45,48 +45,53 @@ def catch_up(data_dir, specs: list[dict], whole: bool = False, create: bool = Tr
     store = TableStore(data_dir, writer=True)
     try:
         for relation in specs:
-            clock = GeneratorReader(relation["options"])
-            now = clock.latestOffset()["offset"] >> clock.bits
-            found = store.db.execute("SELECT tick, pieces FROM generated_ticks WHERE table_id = ?",
-                                     (relation["table_id"],)).fetchone()
-            if found is None and create:
-                with store.transaction():
-                    if store.db.execute("SELECT 1 FROM generated_ticks WHERE table_id = ?",
-                                        (relation["table_id"],)).fetchone() is None:
-                        store.create(relation["table_id"], tuple(Column(**c) for c in relation["columns"]),
-                                     tuple(relation["primary_key"]), within=True)
-                        store.db.execute("INSERT INTO generated_ticks VALUES (?, 0, 0)", (relation["table_id"],))
-                found = (0, 0)
-            if found is not None and found[0] < now:
-                _apply(store, relation, now if whole else min(now, found[0] + TICKS_PER_CATCH_UP))
+            if create:
+                _create(store, relation)
+            generator = GeneratorReader(relation["options"])
+            now = generator.latestOffset()["offset"] >> generator.bits
+            _apply(store, relation, generator, now, None if whole else TICKS_PER_CATCH_UP)
     finally:
         store.close()
 
 
-def _apply(store: TableStore, relation: dict, upto: int) -> None:
-    """Applies the relation's ticks up to `upto` after those its table holds, a partition of the generator's (50
-    ticks, or a piece of TPCH's snapshot) a transaction, each with the progress it makes: other writers of the store
-    never wait for a whole snapshot. `pieces` counts the pieces of the next tick's snapshot already applied."""
-    from .sources.generators import GeneratorReader, SnapshotPiece
+def _create(store: TableStore, relation: dict) -> None:
+    """The relation's table, with no tick applied, unless it is there."""
+    if _progress(store, relation["table_id"]) is not None:
+        return  # no write lock taken to find it there
+    with store.transaction():
+        if _progress(store, relation["table_id"]) is None:
+            store.create(relation["table_id"], tuple(Column(**c) for c in relation["columns"]),
+                         tuple(relation["primary_key"]), within=True)
+            store.db.execute("INSERT INTO generated_ticks VALUES (?, 0, 0)", (relation["table_id"],))
+
+
+def _progress(store: TableStore, table_id: str) -> tuple[int, int] | None:
+    """(the tick the table holds, the pieces of the next tick's snapshot it holds); None when it is not kept."""
+    return store.db.execute("SELECT tick, pieces FROM generated_ticks WHERE table_id = ?", (table_id,)).fetchone()
+
+
+def _apply(store: TableStore, relation: dict, generator, now: int, most: int | None) -> None:
+    """Applies the relation's ticks after those its table holds up to `now` (`most` of them at most), a partition of
+    the generator's (50 ticks, or a piece of TPCH's snapshot) a transaction, each with the progress it makes: other
+    writers of the store never wait for a whole snapshot."""
+    from .sources.generators import SnapshotPiece
     from .sources.tpch import SNAPSHOT_TICK
 
-    table_id, bits = relation["table_id"], _bits(relation)
-    applied, pieces = store.db.execute("SELECT tick, pieces FROM generated_ticks WHERE table_id = ?",
-                                       (table_id,)).fetchone()
-    reader = GeneratorReader({**relation["options"], "start": str(applied << bits)})
-    parts = reader.partitions(reader.initialOffset(), {"offset": (upto << bits) | ((1 << bits) - 1)})
-    snapshot = [p for p in parts if isinstance(p, SnapshotPiece)]
+    table_id, bits = relation["table_id"], generator.bits
+    found = _progress(store, table_id)
+    if found is None or found[0] >= now:
+        return
+    applied, pieces = found
+    upto = now if most is None else min(now, applied + most)
+    parts = generator.partitions({"offset": applied << bits}, {"offset": (upto << bits) | ((1 << bits) - 1)})
+    snapshot = sum(isinstance(p, SnapshotPiece) for p in parts)
     apply = _applier(store, relation)
-    for index, part in enumerate(parts):
-        if index < pieces:
-            continue  # applied before a crash, or by a catch-up that was cut short
+    for index, part in enumerate(parts[pieces:], start=pieces):  # the pieces before were applied already
         with store.transaction():
-            now = store.db.execute("SELECT tick, pieces FROM generated_ticks WHERE table_id = ?",
-                                   (table_id,)).fetchone()
-            if now != (applied, index if isinstance(part, SnapshotPiece) else 0):
+            if _progress(store, table_id) != (applied, index if isinstance(part, SnapshotPiece) else 0):
                 return  # another catch-up got here first (or the relation was dropped): it goes on from there
-            apply(reader.read(part))
-            if isinstance(part, SnapshotPiece) and index + 1 < len(snapshot):
+            apply(generator.read(part))
+            if isinstance(part, SnapshotPiece) and index + 1 < snapshot:
                 store.db.execute("UPDATE generated_ticks SET pieces = ? WHERE table_id = ?", (index + 1, table_id))
             else:
                 applied = SNAPSHOT_TICK if isinstance(part, SnapshotPiece) else part.upto
@@ -120,12 +125,6 @@ def _applier(store: TableStore, relation: dict):
                 raise ValueError(f"load generator relation {relation['table_id']}: {len(keys) - deleted} of "
                                  f"{len(keys)} retractions found no row of their key")
     return apply
-
-
-def _bits(relation: dict) -> int:
-    from .sources.generators import tick_bits
-
-    return tick_bits(relation["options"]["generator"])
 
 
 def _rows(items, width: int, stored: list):
