@@ -15,9 +15,6 @@ class GeneratedTableInput(EngineTableInput):
         self.spec = spec(catalog, relation)
         catch_up(catalog.data_dir, [self.spec])  # the table exists before the view's index goes on it
 
-    def _reader(self, spark, start):
-        return super()._reader(spark, start).option("generated", json.dumps([self.spec]))
-
     @staticmethod
     def log_readers(catalog, table_id: str) -> set[str]:
         """Only the sinks on views over the relation read its table's log: one on the relation itself reads the
@@ -28,5 +25,6 @@ class GeneratedTableInput(EngineTableInput):
 
 
 def generated_option(inputs) -> str:
-    """The `generated` option of a view's reader over `inputs`: the load generators' relations among them."""
+    """The `generated` option of a view's reader over `inputs` (ViewInputs.stream's): the load generators' relations
+    among them, which the reader catches up before each batch."""
     return json.dumps([i.spec for i in inputs if isinstance(i, GeneratedTableInput)])

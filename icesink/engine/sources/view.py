@@ -31,6 +31,7 @@ from ..tables import _affinity, quote, storage_name
 from .base import Input
 from .engine_table import (ROWS_PER_BATCH, BaseRange, EngineTableInput, EngineTableReader, EngineTableSource,
                            OffsetRange, SegmentRange, change_schema)
+from .generated_table import generated_option
 
 CHANGES, TOUCHED, WHOLE = "_icesink_changes", "_icesink_touched", "_icesink_whole"
 log = logging.getLogger("icesink.sink")
@@ -430,4 +431,5 @@ class MaterializedViewInput(ViewInputs):
 
     def stream(self, spark, start):
         return (self.inputs[0]._reader(spark, start).format(ViewSource.name())
-                .option("view", json.dumps(self.view.to_json())).option("view_columns", self._columns()).load())
+                .option("view", json.dumps(self.view.to_json())).option("view_columns", self._columns())
+                .option("generated", generated_option(self.inputs)).load())
