@@ -424,3 +424,80 @@ def test_a_reader_that_read_a_replicated_table_from_the_start_exports_no_snapsho
     assert late.latestOffset() == {"offset": store.latest_offset("r3")}
     assert len(list(snapshots.glob("*.parquet"))) == 1
     store.close()
+
+
+@pytest.mark.parametrize("sql, message, call", [
+    ("CREATE MATERIALIZED VIEW v AS SELECT id, foo(v) FROM ev", "function foo() does not exist", "foo(v)"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT u, array_agg(v) FROM ev GROUP BY u",
+     "function array_agg() is not supported yet", "array_agg"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT u, jsonb_agg(v) FROM ev GROUP BY u",
+     "function jsonb_agg() is not supported yet", "jsonb_agg"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT id, upper(v, 2) FROM ev", "function upper() does not take 2 arguments", "upper"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT id FROM ev WHERE ts > now() - INTERVAL '1 day'",
+     "cannot materialize call to now(): its value changes while the view's inputs do not", "now()"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT id, random() FROM ev",
+     "cannot materialize call to random(): its value changes while the view's inputs do not", "random()"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT id FROM ev WHERE mz_now() <= ts + INTERVAL '1 day'",
+     "mz_now() is not supported yet: icesink's views keep no temporal filters", "mz_now"),
+    ("SELECT id, coalesce(lower(foo(v)), 'x') FROM ev", "function foo() does not exist", "foo(v)"),
+    ("SELECT EXTRACT(hour FROM ts) + bar(1) FROM ev", "function bar() does not exist", "bar"),
+])
+def test_a_call_that_would_not_run_is_refused_where_it_is_written(events_with_times, sql, message, call):
+    """A view's query is refused when it is created, not accepted and then failed by each batch of its sinks."""
+    error = error_of(events_with_times, "SELECT 1;\n" + sql)
+    assert (error.message, error.position.line, error.position.column) == (message, 2, sql.index(call) + 1)
+    assert rows(events_with_times, "SELECT count(*) FROM mz_materialized_views") == [(0,)]
+
+
+@pytest.fixture
+def events_with_times(session):
+    session.execute("""
+        CREATE TABLE ev (id int NOT NULL, u int, ts timestamp, v text, PRIMARY KEY (id));
+        INSERT INTO ev VALUES (1, 1, '2026-01-31 10:15:00', 'a'), (2, 1, '2026-02-01 23:59:59.5', 'b'),
+          (3, 2, '2026-01-31 10:15:00', 'c'), (4, 2, '2025-12-31 00:00:00', NULL), (5, NULL, NULL, 'e');
+    """)
+    return session
+
+
+def _duckdb_answer(session, sql: str) -> list[tuple]:
+    """`sql` answered by DuckDB over the same rows: an evaluator of its own."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE ev (id int, u int, ts timestamp, v text)")
+    con.executemany("INSERT INTO ev VALUES (?, ?, ?, ?)", rows(session, "SELECT id, u, ts, v FROM ev"))
+    con.execute("CREATE TABLE us (id int, name text)")
+    con.executemany("INSERT INTO us VALUES (?, ?)", rows(session, "SELECT id, name FROM us"))
+    return [tuple(str(v) if hasattr(v, "isoformat") else v for v in r) for r in con.execute(sql).fetchall()]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT DISTINCT ON (u) u, ts, v FROM ev ORDER BY u, ts DESC",
+    "SELECT DISTINCT ON (u) * FROM ev ORDER BY u, ts DESC NULLS LAST, id",
+    "SELECT DISTINCT ON (1) u AS who, v FROM ev ORDER BY 1, id DESC",
+    "SELECT DISTINCT ON (who) u AS who, id FROM ev ORDER BY who, v",
+    "SELECT DISTINCT ON (e.u) e.u, us.name, e.v FROM ev e JOIN us ON us.id = e.u ORDER BY e.u, e.ts",
+    "SELECT DISTINCT ON (u, date_trunc('day', ts)) u, date_trunc('day', ts) AS day, id FROM ev "
+    "ORDER BY u, date_trunc('day', ts), id DESC LIMIT 3",
+    "SELECT id, ts + INTERVAL '1 month', ts - INTERVAL '36 hours', DATE '2024-01-31' + INTERVAL '1 month' FROM ev "
+    "ORDER BY id",
+    "SELECT id, EXTRACT(hour FROM ts), EXTRACT(dow FROM ts), date_part('minute', ts), EXTRACT(epoch FROM ts) "
+    "FROM ev ORDER BY id",
+    "SELECT id FROM ev WHERE ts >= TIMESTAMP '2026-01-31 10:15:00' AND ts < DATE '2026-02-02' ORDER BY id",
+    "SELECT u, string_agg(v, ',') FROM (SELECT u, v FROM ev WHERE id IN (1, 3, 4)) AS one GROUP BY u ORDER BY u",
+])
+def test_distinct_on_intervals_typed_literals_and_extract_answer_as_another_evaluator_does(events_with_times, sql):
+    events_with_times.execute("CREATE TABLE us (id int NOT NULL, name text, PRIMARY KEY (id)); "
+                              "INSERT INTO us VALUES (1, 'ann'), (2, 'bob')")
+    expected = _duckdb_answer(events_with_times, sql)
+    assert expected  # the case says something
+    assert rows(events_with_times, sql) == expected
+
+
+def test_a_moment_moved_by_an_interval_is_a_timestamp_column(events_with_times):
+    events_with_times.execute("CREATE MATERIALIZED VIEW due AS SELECT id, ts + INTERVAL '1 day' AS due, "
+                              "DATE '2026-01-01' + INTERVAL '2 hours' AS start, EXTRACT(hour FROM ts) AS h FROM ev")
+    assert [(r[0], r[2]) for r in rows(events_with_times, "SHOW COLUMNS FROM due")] == [
+        ("id", "integer"), ("due", "timestamp"), ("start", "timestamp"), ("h", "numeric")]
+    assert error_of(events_with_times, "SELECT ts + INTERVAL 'a fortnight' FROM ev").message == \
+        'invalid input syntax for type interval: "a fortnight"'

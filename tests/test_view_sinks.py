@@ -289,6 +289,8 @@ RECOMPUTED_VIEWS = {
     "first_ten": ("SELECT id, price FROM orders ORDER BY price DESC, id LIMIT 10", "id"),
     "across": ("SELECT o.customer, p.price, count(*) AS n FROM orders o JOIN orders p ON p.customer = o.customer "
                "WHERE p.price > 50 GROUP BY o.customer, p.price", "customer, price"),
+    "latest": ("SELECT DISTINCT ON (customer) customer, id, price FROM orders ORDER BY customer, price DESC, id",
+               "customer"),
     "unkeyed": ("SELECT body, count(*) AS n FROM notes GROUP BY body HAVING count(*) > 1 "
                 "EXCEPT SELECT customer, 2 FROM orders", "body"),
 }

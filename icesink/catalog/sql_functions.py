@@ -8,6 +8,8 @@ import datetime as dt
 import hashlib
 import re
 
+from ..model.intervals import plus_interval
+
 
 def repeat(text, count):
     if text is None or count is None:
@@ -117,6 +119,36 @@ def date_trunc(unit, value):
     return text + zone
 
 
+def date_part(field, value):
+    """date_part('hour', ts), and EXTRACT(hour FROM ts), of a timestamp or date in Postgres's text form: a whole
+    number where the field is one, seconds with their fraction."""
+    if field is None or value is None:
+        return None
+    found = _TIMESTAMP.match(str(value))
+    if found is None:
+        raise ValueError(f"date_part takes a timestamp or a date, not {value!r}")
+    year, month, day, hour, minute, second, fraction, zone = found.groups()
+    moment = dt.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
+                         int(round(float(fraction or 0) * 1_000_000)))
+    seconds = moment.second + moment.microsecond / 1_000_000
+    name = str(field).lower()
+    parts = {
+        "year": moment.year, "month": moment.month, "day": moment.day, "hour": moment.hour,
+        "minute": moment.minute, "second": seconds, "milliseconds": seconds * 1000,
+        "microseconds": moment.second * 1_000_000 + moment.microsecond, "quarter": (moment.month - 1) // 3 + 1,
+        "dow": moment.isoweekday() % 7, "isodow": moment.isoweekday(), "doy": moment.timetuple().tm_yday,
+        "week": moment.isocalendar()[1], "isoyear": moment.isocalendar()[0], "decade": moment.year // 10,
+        "century": (moment.year - 1) // 100 + 1, "millennium": (moment.year - 1) // 1000 + 1,
+        "epoch": moment.replace(tzinfo=dt.timezone.utc).timestamp(),
+    }
+    key = {"years": "year", "months": "month", "days": "day", "hours": "hour", "minutes": "minute",
+           "seconds": "second", "millisecond": "milliseconds", "microsecond": "microseconds"}.get(name, name)
+    if key not in parts:
+        raise ValueError(f"unit \"{field}\" not recognized for date_part; one of {', '.join(parts)}")
+    part = parts[key]
+    return int(part) if float(part).is_integer() else part
+
+
 def row(*fields):
     """ROW(a, b, …): a record's fields as a JSON array, which a record column's input function takes (a nested
     ROW arrives as JSON text, and is read as such by its field's input function)."""
@@ -135,5 +167,6 @@ def _text(value) -> str:
 FUNCTIONS = {
     "repeat": (2, repeat), "icesink_left": (2, left), "icesink_right": (2, right), "md5": (1, md5),
     "icesink_concat": (-1, concat), "lpad": (-1, lpad), "rpad": (-1, rpad), "split_part": (3, split_part),
-    "icesink_date_trunc": (2, date_trunc), "icesink_row": (-1, row),
+    "icesink_date_trunc": (2, date_trunc), "icesink_row": (-1, row), "icesink_plus_interval": (3, plus_interval),
+    "date_part": (2, date_part),
 }

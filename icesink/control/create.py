@@ -15,7 +15,8 @@ from . import options as opts
 from .binder import Binder
 from .intervals import parse_interval_ms
 from .plans import AlterConnectionPlan, CreatePlan, NoticePlan
-from .query import bind_query, check_qualified_columns, walk
+from .queries import check_functions
+from .query import bind_query, check_qualified_columns, expand_distinct_on_stars, walk
 from ..catalog_connections import CONNECTION_KINDS
 from ..catalog_connections.iceberg import s3_tables_region
 from ..model.options import Given, OptionSpec
@@ -364,8 +365,10 @@ def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedVi
                                   "supported yet", node.call.name.pos)
 
     check_qualified_columns(stmt.query)
-    bound = bind_query(stmt.query, resolve)
-    descriptor = ViewDescriptor(stored_sql(render.query(stmt.query)), bound.columns,
+    check_functions(stmt.query, materialized=True)
+    query = expand_distinct_on_stars(stmt.query, resolve)
+    bound = bind_query(query, resolve)
+    descriptor = ViewDescriptor(stored_sql(render.query(query)), bound.columns,
                                 tuple(tuple(sorted(k)) for k in bound.unique_keys))
     depends = tuple(dict.fromkeys(r.id for r in bound.relations))
     return CreatePlan("materialized-view", "materialized-view", stmt.name.name, *_texts(stmt), descriptor, depends,

@@ -1,21 +1,25 @@
 """Planning of SELECT over the system catalog, SHOW, and the statements that need the runtime."""
 from __future__ import annotations
 
+import sqlite3
+from dataclasses import replace
 from typing import Callable
 
 import sqlglot
 from sqlglot import exp
 
 from ..catalog.schema import SCHEMA_OF_VIEW, VIEWS
+from ..catalog.sqlite import add_functions
 from ..catalog.sql_functions import DATE_CUTS
 from ..errors import NotSupportedYet, PlanError
+from ..model.intervals import interval_parts, interval_text
 from ..grammar import ast
 from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
 from ..engine.tables import generated_name, is_engine_table, storage_name
 from ..grammar import render
 from ..grammar.render import identifier
 from .plans import GeneratorQueryPlan, IcebergQueryPlan, QueryPlan
-from .query import check_qualified_columns, table_refs, walk
+from .query import check_qualified_columns, expand_distinct_on_stars, table_refs, walk
 
 _SYSTEM_SCHEMAS = ("mz_catalog", "mz_internal")
 _RUNTIME = ("a query reads engine tables, system views, what Postgres sources replicate and load generators make, "
@@ -178,8 +182,16 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
             name = known[0] or ("lpad" if node.args.get("is_left") else "rpad")
             # a replaced node's arguments are not visited again: they are converted here
             return exp.Anonymous(this=name, expressions=[a.transform(replace) for a in _arguments(node, known[1])])
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "string_agg":
+            return exp.Anonymous(this="group_concat", expressions=[a.transform(replace) for a in node.expressions])
         if isinstance(node, exp.Anonymous) and node.name.lower() == "row":  # a record, as its fields in JSON
             return exp.Anonymous(this="icesink_row", expressions=[a.transform(replace) for a in node.expressions])
+        if isinstance(node, (exp.Add, exp.Sub)):
+            moved = _moved_by_interval(node, replace)
+            if moved is not None:
+                return moved
+        if _interval_text(node) is not None:  # an interval on its own: its text, in Postgres's output form
+            return exp.Literal.string(_interval_text(node))
         if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
             unit = node.args.get("unit")
             return _date_trunc(unit.name if isinstance(unit, (exp.Var, exp.Literal)) else str(unit),
@@ -189,6 +201,40 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
     for select in list(tree.find_all(exp.Select)):
         _series_joined(select)
     return tree
+
+
+def _interval_text(node: exp.Expression) -> str | None:
+    """The interval a literal writes (`INTERVAL '1 hour'`, `'1 hour'::interval`), in Postgres's output form; None
+    for anything else."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Interval):
+        text = node.this.name if isinstance(node.this, exp.Literal) else None
+        unit = node.args.get("unit")
+        text = f"{text} {unit.name}" if text is not None and unit is not None else text
+    elif isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.INTERVAL) and node.this.is_string:
+        text = node.this.name
+    else:
+        return None
+    try:
+        return interval_text(*interval_parts(text))
+    except (TypeError, ValueError):
+        raise PlanError(f'invalid input syntax for type interval: "{text}"') from None
+
+
+def _moved_by_interval(node: exp.Add | exp.Sub, replace: Callable) -> exp.Expression | None:
+    """`moment ± interval` (or `interval + moment`) as icesink_plus_interval computes it, which SQLite's own date
+    functions cannot: they drop microseconds and a zone. None when neither operand is an interval literal."""
+    left, right = node.this, node.expression
+    if _interval_text(right) is not None:
+        moment, interval, sign = left, _interval_text(right), -1 if isinstance(node, exp.Sub) else 1
+    elif isinstance(node, exp.Add) and _interval_text(left) is not None:
+        moment, interval, sign = right, _interval_text(left), 1
+    else:
+        return None
+    # a replaced node's operands are not visited again: the moment is converted here
+    return exp.Anonymous(this="icesink_plus_interval", expressions=[
+        moment.transform(replace), exp.Literal.string(interval), exp.Literal.number(sign)])
 
 
 def _date_trunc(unit: str, value: exp.Expression) -> exp.Expression:
@@ -243,11 +289,63 @@ def _series_joined(select: exp.Select) -> None:
 
 def sqlite_sql(tree: exp.Expression) -> str:
     """A statement's tree as SQLite runs it: columns lose schema qualifiers (system views live in one schema here),
-    arithmetic and functions follow Postgres."""
+    arithmetic and functions follow Postgres, DISTINCT ON is a ranking."""
     for column in tree.find_all(exp.Column):
         column.set("db", None)
         column.set("catalog", None)
-    return _postgres_functions(_postgres_arithmetic(tree)).sql(dialect="sqlite")
+    tree = _postgres_functions(_postgres_arithmetic(tree))
+    for select in list(tree.find_all(exp.Select)):
+        if select.args.get("distinct") is not None and select.args["distinct"].args.get("on") is not None:
+            replaced = _distinct_on(select)
+            if select is tree:
+                tree = replaced
+            else:
+                select.replace(replaced)
+    return tree.sql(dialect="sqlite")
+
+
+def _distinct_on(select: exp.Select) -> exp.Select:
+    """`SELECT DISTINCT ON (k) … ORDER BY k, o` as SQLite runs it: the rows ranked within each k by the ORDER BY
+    (ROW_NUMBER() OVER (PARTITION BY k ORDER BY …)), the first of each kept, under the names the query gives its
+    columns. An ordinal or an output name in DISTINCT ON or ORDER BY stands for its column's expression."""
+    items = select.expressions
+    outputs = {item.alias: item.this for item in items if isinstance(item, exp.Alias)}
+
+    def resolved(value: exp.Expression) -> exp.Expression:
+        if isinstance(value, exp.Literal) and value.is_int and 1 <= int(value.name) <= len(items):
+            return items[int(value.name) - 1].unalias().copy()
+        if isinstance(value, exp.Column) and not value.table and value.name in outputs:
+            return outputs[value.name].copy()
+        return value.copy()
+
+    on = [resolved(e) for e in select.args["distinct"].args["on"].expressions]
+    order = select.args.get("order")
+    ordered = [(resolved(o.this), o) for o in (order.expressions if order else [])]
+    inner = select.copy()
+    for key in ("distinct", "order", "limit", "offset"):
+        inner.set(key, None)
+    names = [item.alias_or_name if isinstance(item, (exp.Alias, exp.Column)) else item.sql(dialect="sqlite")
+             for item in items]
+    rank = exp.Window(this=exp.RowNumber(), partition_by=on,
+                      order=exp.Order(expressions=[exp.Ordered(this=v, desc=o.args.get("desc"),
+                                                               nulls_first=o.args.get("nulls_first"))
+                                                   for v, o in ordered]) if ordered else None)
+    inner.set("expressions", [exp.alias_(item.unalias().copy(), f"_icesink_c{i}", quoted=True)
+                              for i, item in enumerate(items)]
+              + [exp.alias_(rank, "_icesink_rank", quoted=True)]
+              + [exp.alias_(v, f"_icesink_o{i}", quoted=True) for i, (v, _) in enumerate(ordered)])
+    outer = exp.select(*[exp.alias_(exp.column(f"_icesink_c{i}", quoted=True), name, quoted=True)
+                         for i, name in enumerate(names)]).from_(
+        exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier("_icesink_distinct_on"))))
+    outer = outer.where(exp.EQ(this=exp.column("_icesink_rank", quoted=True), expression=exp.Literal.number(1)))
+    if ordered:
+        outer.set("order", exp.Order(expressions=[
+            exp.Ordered(this=exp.column(f"_icesink_o{i}", quoted=True), desc=o.args.get("desc"),
+                        nulls_first=o.args.get("nulls_first")) for i, (_, o) in enumerate(ordered)]))
+    for key in ("limit", "offset"):
+        if select.args.get(key) is not None:
+            outer.set(key, select.args[key].copy())
+    return outer
 
 
 def sqlite_tables(binder: Binder, refs: list[ast.TableRef], replicated: Replicated | None = None,
@@ -362,6 +460,46 @@ def check_table_functions(query: ast.Query) -> None:
                                   "generate_series() is", node.call.name.pos)
 
 
+# functions whose value changes while a view's inputs do not: Materialize refuses them in a materialized view
+UNMATERIALIZABLE = frozenset({"now", "current_timestamp", "random"})
+
+
+def check_functions(query, materialized: bool = False) -> None:
+    """Refuses, where it is written, a call SQLite would not run (a function it lacks, or the wrong number of
+    arguments), so that a view is refused when it is created rather than failing each batch; in a materialized
+    view, a function Materialize cannot materialize either. Each call is tried alone, its arguments NULL."""
+    db = sqlite3.connect(":memory:")
+    try:
+        add_functions(db)
+        for call in walk(query):
+            if not isinstance(call, ast.FunctionCall) or call.name.value == "[]":
+                continue
+            name, pos = call.name.value, call.name.pos
+            if name == "mz_now":
+                raise NotSupportedYet("mz_now() is not supported yet: icesink's views keep no temporal filters", pos)
+            if materialized and name in UNMATERIALIZABLE:
+                raise PlanError(f"cannot materialize call to {name}(): its value changes while the view's inputs "
+                                "do not", pos)
+            alone = replace(call, args=tuple(ast.Literal(None, "null") for _ in call.args), filter=None)
+            try:
+                db.execute("EXPLAIN " + sqlite_sql(exp.select(render.expression(alone))))
+            except sqlite3.OperationalError as exc:
+                known = not isinstance(render.expression(alone), exp.Anonymous) or name in _POSTGRES_ONLY
+                if "wrong number of arguments" in str(exc):
+                    raise PlanError(f"function {name}() does not take {len(call.args)} argument"
+                                    f"{'s' if len(call.args) != 1 else ''}", pos) from None
+                if known:
+                    raise NotSupportedYet(f"function {name}() is not supported yet", pos) from None
+                raise PlanError(f"function {name}() does not exist", pos) from None
+    finally:
+        db.close()
+
+
+# Postgres's and Materialize's functions sqlglot does not know by name, which no query here runs yet
+_POSTGRES_ONLY = frozenset({"jsonb_agg", "json_agg", "list_agg", "jsonb_object_agg", "json_object_agg",
+                            "percentile_cont", "percentile_disc", "to_char", "regexp_match", "regexp_replace"})
+
+
 def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | IcebergQueryPlan:
     check_table_functions(stmt.query)
     refs = table_refs(stmt.query)
@@ -379,6 +517,7 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
         generated_only = _over_generators_only(binder, stmt.query)
         if generated_only is not None:
             return _plan_generator_query(*generated_only)
+    check_functions(stmt.query)
     replicated: Replicated = []
     generated: list = []
     name_table, engine_tables = sqlite_tables(binder, refs, replicated, generated)
@@ -386,7 +525,8 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
         raise NotSupportedYet("a query that joins engine tables with SHOW is not supported yet",
                               shows[0].show.name.pos)
     name_table = _with_shows(binder, name_table) if shows else name_table
-    return QueryPlan(sqlite_sql(render.query(stmt.query, name_table)), target="tables" if engine_tables else "catalog",
+    query = expand_distinct_on_stars(stmt.query, lambda ref: binder.relation(ref.name)[1])
+    return QueryPlan(sqlite_sql(render.query(query, name_table)), target="tables" if engine_tables else "catalog",
                      column_positions=column_positions(stmt), replicated=tuple(replicated),
                      generated=tuple(dict.fromkeys(generated)))
 

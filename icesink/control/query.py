@@ -48,6 +48,7 @@ def table_refs(query: ast.Query) -> list[ast.TableRef]:
 Resolver = Callable[[ast.TableRef], Relation]
 
 _AGGREGATE_TYPES = {"count": "bigint"}
+_MOMENTS = {"date", "timestamp", "timestamp with time zone"}
 _TEXT_FUNCTIONS = {"lower", "upper", "concat", "substr", "substring", "trim", "btrim", "ltrim", "rtrim",
                    "replace", "md5", "left", "right", "lpad", "rpad", "initcap", "to_char", "format"}
 _PASSTHROUGH = {"min", "max", "abs", "coalesce", "nullif", "greatest", "least", "round", "floor", "ceil",
@@ -100,6 +101,9 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         return normalize(expr.type)
     if isinstance(expr, ast.BinaryOp):
         left, right = _expr_type(expr.left, scope, resolve), _expr_type(expr.right, scope, resolve)
+        moment = next((t for t in (left, right) if base_type(t) in _MOMENTS), None)
+        if expr.op in ("+", "-") and moment is not None and "interval" in (base_type(left), base_type(right)):
+            return "timestamp" if base_type(moment) == "date" else moment  # a date moved by an interval: a timestamp
         if expr.op in ("+", "-", "*", "/", "%"):
             return _wider(left, right)
         if expr.op == "||":
@@ -199,29 +203,35 @@ def _bind_core(core: ast.SelectCore, resolve: Resolver, relations: list[Relation
             continue
         columns.append(Column(_output_name(item), _expr_type(item.expr, scope, resolve)))
         origins.append(item.expr)
-    for expr in (core.where, core.having, *core.group_by):
+    for expr in (core.where, core.having, *core.group_by, *core.distinct_on):
         if expr is not None and not (isinstance(expr, ast.Literal) and expr.type == "numeric"):
             _expr_type(expr, scope, resolve)
     return scope, columns, origins
+
+
+def _output_of(expr, names: list[str], origins: list) -> str | None:
+    """The output column an expression of GROUP BY or DISTINCT ON is (by ordinal, or the same expression), if any."""
+    if isinstance(expr, ast.Literal) and expr.type == "numeric" and str(expr.value).isdigit():
+        index = int(expr.value) - 1
+        return names[index] if 0 <= index < len(names) else None
+    matches = [n for n, o in zip(names, origins) if o == expr or (
+        isinstance(o, ast.ColumnRef) and isinstance(expr, ast.ColumnRef) and o.column == expr.column)]
+    return matches[0] if matches else None
 
 
 def _unique_keys(core: ast.SelectCore, scope: _Scope, columns, origins) -> list[frozenset[str]]:
     names = [c.name for c in columns]
     keys = []
     if core.group_by:
-        grouped = []
-        for expr in core.group_by:
-            if isinstance(expr, ast.Literal) and expr.type == "numeric" and str(expr.value).isdigit():
-                index = int(expr.value) - 1
-                grouped.append(names[index] if 0 <= index < len(names) else None)
-            else:
-                matches = [n for n, o in zip(names, origins) if o == expr or (
-                    isinstance(o, ast.ColumnRef) and isinstance(expr, ast.ColumnRef) and o.column == expr.column)]
-                grouped.append(matches[0] if matches else None)
+        grouped = [_output_of(expr, names, origins) for expr in core.group_by]
         if None not in grouped:
             keys.append(frozenset(grouped))
     if core.distinct:
         keys.append(frozenset(names))
+    if core.distinct_on:  # one row per value of its expressions: those among the outputs are a key
+        on = [_output_of(expr, names, origins) for expr in core.distinct_on]
+        if None not in on:
+            keys.append(frozenset(on))
     plain = len(core.from_items) == 1 and not core.from_items[0].joins and not core.group_by
     if plain and scope.entries and scope.entries[0][1] is not None and scope.entries[0][1].primary_key:
         relation = scope.entries[0][1]
@@ -249,6 +259,28 @@ def bind_query(query: ast.Query, resolve: Resolver) -> BoundQuery:
         keys = [frozenset(c.name for c in columns)]
     return BoundQuery(tuple(columns), tuple(keys), tuple(relations))
 
+
+
+def expand_distinct_on_stars(query: ast.Query, resolve: Resolver) -> ast.Query:
+    """`SELECT DISTINCT ON (…) *` with the star written out as the columns of FROM's relations (qualified by their
+    names there): SQLite runs DISTINCT ON as a ranking in a subquery, whose columns must each be named."""
+    cores = []
+    for core in query.cores:
+        if core.distinct_on and any(isinstance(i.expr, ast.Star) for i in core.items):
+            scope = _from_scope(core, resolve, [])
+            items = []
+            for item in core.items:
+                if not isinstance(item.expr, ast.Star):
+                    items.append(item)
+                    continue
+                qualifier = item.expr.qualifier.value if item.expr.qualifier else None
+                for alias, _, columns in scope.entries:
+                    if qualifier in (None, alias):
+                        items += [ast.SelectItem(ast.ColumnRef((ast.Name(alias), ast.Name(c.name))))
+                                  for c in columns or ()]
+            core = dataclasses.replace(core, items=tuple(items))
+        cores.append(core)
+    return dataclasses.replace(query, cores=tuple(cores))
 
 
 def check_qualified_columns(query: ast.Query, outer: tuple = ()) -> None:

@@ -262,6 +262,8 @@ def _branch(binder: Binder, view: CatalogObject, query: ast.Query, names: list[s
     from .view_joins import Joins
 
     tree, relations = _render(binder, view, query, pos)
+    if tree.args.get("distinct") is not None and tree.args["distinct"].args.get("on") is not None:
+        _refuse(view, "has DISTINCT ON", pos)
     tree.set("order", None)  # a view's rows have no order
     _expand_stars(tree, relations)
     _qualify(tree, relations)

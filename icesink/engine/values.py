@@ -17,6 +17,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Callable
 
+from ..model.intervals import interval_parts, interval_text
 from ..model.types import UNBOUNDED_NUMERIC, base_type, decoder, held_as_json, map_value_type
 
 
@@ -228,76 +229,15 @@ def _time(value):
         raise _syntax("time without time zone", value) from None
 
 
-_INTERVAL_UNITS = {  # unit -> (months, microseconds)
-    "microsecond": (0, 1), "us": (0, 1), "usec": (0, 1),
-    "millisecond": (0, 1_000), "ms": (0, 1_000), "msec": (0, 1_000),
-    "second": (0, 1_000_000), "s": (0, 1_000_000), "sec": (0, 1_000_000),
-    "minute": (0, 60_000_000), "m": (0, 60_000_000), "min": (0, 60_000_000),
-    "hour": (0, 3_600_000_000), "h": (0, 3_600_000_000), "hr": (0, 3_600_000_000),
-    "day": (0, None), "d": (0, None), "week": (0, "week"), "w": (0, "week"),
-    "month": (1, 0), "mon": (1, 0), "year": (12, 0), "y": (12, 0), "yr": (12, 0),
-    "decade": (120, 0), "century": (1200, 0), "millennium": (12000, 0),
-}
-_INTERVAL_PART = re.compile(r"([+-]?\d+(?:\.\d+)?)\s*([a-z]+)|([+-]?)(\d+):(\d{1,2})(?::(\d{1,2}(?:\.\d+)?))?")
-
-
-def _unit(word: str):
-    for candidate in (word, word.rstrip("s"), word[:-2] if word.endswith("es") else word):
-        if candidate in _INTERVAL_UNITS:
-            return _INTERVAL_UNITS[candidate]
-    return None
-
-
 def _interval(value):
     """Postgres's interval input ('1 day 2 hours', '1 year 2 mons', '01:02:03', '3 days ago'), kept in Postgres's
     output form ('1 year 2 mons 3 days 01:02:03')."""
     if not isinstance(value, str):
         raise _syntax("interval", value)
-    text = value.strip().lower()
-    ago = text.endswith(" ago")
-    body = text[:-4].strip() if ago else text
-    months, days, micros, position = 0, 0, 0, 0
-    for match in _INTERVAL_PART.finditer(body):
-        if body[position:match.start()].strip(" ,") or not match.group():
-            raise _syntax("interval", value)
-        position = match.end()
-        if match.group(2):
-            unit = _unit(match.group(2))
-            if unit is None:
-                raise _syntax("interval", value)
-            amount = Decimal(match.group(1))
-            unit_months, unit_micros = unit
-            if unit_micros is None or unit_micros == "week":
-                days_amount = amount * (7 if unit_micros == "week" else 1)
-                days += int(days_amount)
-                micros += int((days_amount - int(days_amount)) * 86_400_000_000)
-            elif unit_months:
-                months += int(amount * unit_months)
-            else:
-                micros += int(amount * unit_micros)
-        else:
-            sign = -1 if match.group(3) == "-" else 1
-            seconds = Decimal(match.group(6) or 0)
-            micros += sign * int((int(match.group(4)) * 3600 + int(match.group(5)) * 60 + seconds) * 1_000_000)
-    if not body or body[position:].strip(" ,"):
-        raise _syntax("interval", value)
-    if ago:
-        months, days, micros = -months, -days, -micros
-    return _interval_text(months, days, micros)
-
-
-def _interval_text(months: int, days: int, micros: int) -> str:
-    parts = []
-    years, months = int(months / 12), months - int(months / 12) * 12
-    for amount, word in ((years, "year"), (months, "mon"), (days, "day")):
-        if amount:
-            parts.append(f"{amount} {word}{'s' if abs(amount) != 1 else ''}")
-    if micros or not parts:
-        sign, micros = ("-" if micros < 0 else ""), abs(micros)
-        seconds, fraction = divmod(micros, 1_000_000)
-        clock = f"{sign}{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
-        parts.append(clock + (f".{fraction:06d}".rstrip("0") if fraction else ""))
-    return " ".join(parts)
+    try:
+        return interval_text(*interval_parts(value))
+    except ValueError:
+        raise _syntax("interval", value) from None
 
 
 def _uuid(value):

@@ -283,6 +283,7 @@ class SelectCore:
     group_by: tuple = ()
     having: Optional[object] = None
     distinct: bool = False
+    distinct_on: tuple = ()  # DISTINCT ON (…): one row per value of these, the first by the query's ORDER BY
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ _CATEGORIES = (
      {"STRING", "NUMBER", "SIGN", "TRUE", "FALSE", "SECRET", "LPAR", "IDENT", "QUOTED_IDENT"}),
     ("an expression", {"CASE", "CAST", "EXISTS"},
      {"CASE", "CAST", "EXISTS", "NOT", "NUMBER", "STRING", "IDENT", "QUOTED_IDENT", "TRUE", "FALSE", "NULL",
-      "INTERVAL", "SIGN", "LPAR", "STAR", "DISTINCT"}),
+      "INTERVAL", "SIGN", "LPAR", "STAR", "DISTINCT", "CHARACTER", "DOUBLE", "TIME", "TIMESTAMP"}),
 )
 _TERMINAL_WORDS = {
     "IDENT": "a name", "QUOTED_IDENT": "a name", "STRING": "a string literal", "NUMBER": "a number",

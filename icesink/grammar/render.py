@@ -227,6 +227,8 @@ def _core(core: ast.SelectCore, name_table: TableNamer) -> exp.Select:
     select = exp.Select(expressions=[_select_item(i) for i in core.items])
     if core.distinct:
         select.set("distinct", exp.Distinct())
+    if core.distinct_on:
+        select.set("distinct", exp.Distinct(on=exp.Tuple(expressions=[expression(e) for e in core.distinct_on])))
     joins = []
     for index, item in enumerate(core.from_items):
         if index == 0:

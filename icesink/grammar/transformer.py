@@ -84,6 +84,9 @@ class AstBuilder(Transformer_NonRecursive):
     def distinct(self, _):
         return _DISTINCT
 
+    def distinct_on(self, c):
+        return ("distinct_on", tuple(self._strip(c)))
+
     def object_kind(self, children):
         words = _words(children)
         return {"MATERIALIZED VIEW": "materialized-view"}.get(words, words.lower())
@@ -544,7 +547,8 @@ class AstBuilder(Transformer_NonRecursive):
     def select_core(self, c):
         parts = {x[0]: x[1] for x in c if isinstance(x, tuple) and x and isinstance(x[0], str)}
         return ast.SelectCore(tuple(self._of(c, ast.SelectItem)), parts.get("from", ()), parts.get("where"),
-                              parts.get("group", ()), parts.get("having"), self._has(c, _DISTINCT))
+                              parts.get("group", ()), parts.get("having"), self._has(c, _DISTINCT),
+                              parts.get("distinct_on", ()))
 
     def set_operator(self, c):
         return ("setop", _words(c), c[0].start_pos)
@@ -687,6 +691,21 @@ class AstBuilder(Transformer_NonRecursive):
 
     def null_literal(self, c):
         return ast.Literal(None, "null", c[0].start_pos)
+
+    def typed_literal(self, c):
+        """`TIMESTAMP '2026-01-01 10:00'`, `DATE '…'`: a string cast to the type written before it."""
+        kind = self.data_type(c[:-1])
+        return ast.Cast(ast.Literal(unquote_string(c[-1]), "text", c[-1].start_pos), kind, kind.pos)
+
+    def extract_call(self, c):
+        """EXTRACT(field FROM value), which Postgres computes as date_part('field', value)."""
+        function, field, value = c[0], c[1], c[-1]
+        if make_name(function).value != "extract":
+            raise SyntaxRuleError(f"only EXTRACT takes (field FROM value), not {function}",
+                                  field.start_pos)
+        text = unquote_string(field) if field.type == "STRING" else make_name(field).value
+        return ast.FunctionCall(ast.Name("date_part", pos=function.start_pos),
+                                (ast.Literal(text.lower(), "text", field.start_pos), value))
 
     def interval_literal(self, c):
         return ast.Literal(unquote_string(c[1]), "interval", c[0].start_pos)
