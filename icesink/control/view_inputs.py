@@ -3,7 +3,8 @@
 Incrementally (engine/sources/view.py, joined_view.py), over the tables icesink keeps (engine tables, those a
 Postgres source replicates, and those that keep load generators' relations, engine/generated_tables.py): a
 `GROUP BY` query (any aggregates, `WHERE`, `HAVING`, `CASE`, casts), whose key is its grouping; a query without
-aggregates that keeps its table's primary key, whose key is that; a `SELECT DISTINCT`, keyed by its columns; inner
+aggregates that keeps its table's primary key, whose key is that; a `SELECT DISTINCT`, keyed by its columns; a
+`SELECT DISTINCT ON (…)`, keyed by those expressions (each key's rows ranked by its `ORDER BY` again); inner
 and left joins of those by equalities (view_joins.py); `UNION [ALL]` of those; views over views that filter,
 project and join (merged in). A batch recomputes only the keys its changes touch.
 
@@ -262,9 +263,12 @@ def _branch(binder: Binder, view: CatalogObject, query: ast.Query, names: list[s
     from .view_joins import Joins
 
     tree, relations = _render(binder, view, query, pos)
-    if tree.args.get("distinct") is not None and tree.args["distinct"].args.get("on") is not None:
-        _refuse(view, "has DISTINCT ON", pos)
-    tree.set("order", None)  # a view's rows have no order
+    distinct = tree.args.get("distinct")
+    distinct_on = distinct.args.get("on") if distinct is not None else None
+    if distinct_on is not None and tree.args.get("group") is not None:
+        _refuse(view, "has DISTINCT ON and GROUP BY", pos)
+    if distinct_on is None:
+        tree.set("order", None)  # a view's rows have no order; DISTINCT ON's ORDER BY says which row is kept
     _expand_stars(tree, relations)
     _qualify(tree, relations)
     columns = {c.name for r in relations for c in r.obj.descriptor.columns}
@@ -273,18 +277,20 @@ def _branch(binder: Binder, view: CatalogObject, query: ast.Query, names: list[s
         raise PlanError(f"materialized view '{view.name}' selects * from a relation that has gained columns since "
                         "the view was created: recreate the view to sink it", pos)
     by_alias = {name: node for name, node in zip(names, outputs)}
+    def output_of(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Literal) and node.is_int:
+            return outputs[int(node.name) - 1]
+        if isinstance(node, exp.Column) and not node.table and node.name not in columns and node.name in by_alias:
+            return by_alias[node.name]  # GROUP BY an output's name
+        return node
     group = tree.args.get("group")
     keys = None
     if group is not None:
-        keys = []
-        for node in group.expressions:
-            if isinstance(node, exp.Literal) and node.is_int:
-                node = outputs[int(node.name) - 1]
-            elif isinstance(node, exp.Column) and not node.table and node.name not in columns and node.name in by_alias:
-                node = by_alias[node.name]  # GROUP BY an output's name
-            keys.append(node)
+        keys = [output_of(node) for node in group.expressions]
     elif tree.find(exp.AggFunc):
         _refuse(view, "aggregates without GROUP BY", pos)
+    elif distinct_on is not None:  # one row per value of its expressions, which SQLite ranks within each
+        keys = [output_of(node) for node in distinct_on.expressions]
     # SELECT DISTINCT without GROUP BY is grouped by its columns, unless it keeps the key of the rows it reads
     distinct = [o.copy() for o in outputs] if keys is None and tree.args.get("distinct") is not None else None
     joins = Joins(view, tree, relations, pos)
