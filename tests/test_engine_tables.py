@@ -484,6 +484,9 @@ def _duckdb_answer(session, sql: str) -> list[tuple]:
     "SELECT id, EXTRACT(hour FROM ts), EXTRACT(dow FROM ts), date_part('minute', ts), EXTRACT(epoch FROM ts) "
     "FROM ev ORDER BY id",
     "SELECT id FROM ev WHERE ts >= TIMESTAMP '2026-01-31 10:15:00' AND ts < DATE '2026-02-02' ORDER BY id",
+    "SELECT id, EXTRACT(epoch FROM ts - TIMESTAMP '2026-01-01 00:00:00'), EXTRACT(hour FROM ts - TIMESTAMP "
+    "'2025-12-30 20:30:00'), EXTRACT(minute FROM TIMESTAMP '2025-12-30 20:30:00' - ts), ts::date - DATE '2025-12-25' "
+    "FROM ev ORDER BY id",
     "SELECT u, string_agg(v, ',') FROM (SELECT u, v FROM ev WHERE id IN (1, 3, 4)) AS one GROUP BY u ORDER BY u",
 ])
 def test_distinct_on_intervals_typed_literals_and_extract_answer_as_another_evaluator_does(events_with_times, sql):
@@ -499,5 +502,11 @@ def test_a_moment_moved_by_an_interval_is_a_timestamp_column(events_with_times):
                               "DATE '2026-01-01' + INTERVAL '2 hours' AS start, EXTRACT(hour FROM ts) AS h FROM ev")
     assert [(r[0], r[2]) for r in rows(events_with_times, "SHOW COLUMNS FROM due")] == [
         ("id", "integer"), ("due", "timestamp"), ("start", "timestamp"), ("h", "numeric")]
+    events_with_times.execute("CREATE MATERIALIZED VIEW spans AS SELECT id, ts - TIMESTAMP '2026-01-01 00:00:00' AS "
+                              "span, ts::date - DATE '2026-01-01' AS days FROM ev")
+    assert [(r[0], r[2]) for r in rows(events_with_times, "SHOW COLUMNS FROM spans")] == [
+        ("id", "integer"), ("span", "interval"), ("days", "integer")]
+    assert rows(events_with_times, "SELECT ts - TIMESTAMP '2026-01-31 08:00:00', TIMESTAMP '2026-01-30 08:00:00' - ts, "
+                                   "ts - ts FROM ev WHERE id = 2") == [("1 day 15:59:59.5", "-2 days -15:59:59.5", "00:00:00")]
     assert error_of(events_with_times, "SELECT ts + INTERVAL 'a fortnight' FROM ev").message == \
         'invalid input syntax for type interval: "a fortnight"'

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 import re
 
-from ..model.intervals import plus_interval
+from ..model.intervals import interval_parts, plus_interval
 
 
 def repeat(text, count):
@@ -124,14 +125,14 @@ def date_part(field, value):
     number where the field is one, seconds with their fraction."""
     if field is None or value is None:
         return None
+    name = str(field).lower()
     found = _TIMESTAMP.match(str(value))
     if found is None:
-        raise ValueError(f"date_part takes a timestamp or a date, not {value!r}")
+        return _interval_part(name, str(value))
     year, month, day, hour, minute, second, fraction, zone = found.groups()
     moment = dt.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
                          int(round(float(fraction or 0) * 1_000_000)))
     seconds = moment.second + moment.microsecond / 1_000_000
-    name = str(field).lower()
     parts = {
         "year": moment.year, "month": moment.month, "day": moment.day, "hour": moment.hour,
         "minute": moment.minute, "second": seconds, "milliseconds": seconds * 1000,
@@ -145,6 +146,29 @@ def date_part(field, value):
            "seconds": "second", "millisecond": "milliseconds", "microsecond": "microseconds"}.get(name, name)
     if key not in parts:
         raise ValueError(f"unit \"{field}\" not recognized for date_part; one of {', '.join(parts)}")
+    part = parts[key]
+    return int(part) if float(part).is_integer() else part
+
+
+def _interval_part(name: str, value: str):
+    """date_part of an interval ('1 day 02:00:00', as `ts - ts` gives one): its fields as Postgres splits them, and
+    its epoch with Postgres's 365.25-day years and 30-day months."""
+    try:
+        months, days, micros = interval_parts(value)
+    except ValueError:
+        raise ValueError(f"date_part takes a timestamp, a date or an interval, not {value!r}") from None
+    seconds = micros / 1_000_000
+    parts = {
+        "year": int(months / 12), "month": months - int(months / 12) * 12, "day": days,
+        "hour": int(micros / 3_600_000_000), "minute": int(micros / 60_000_000) % 60 if micros >= 0
+        else -(int(-micros / 60_000_000) % 60), "second": math.fmod(seconds, 60),
+        "epoch": int(months / 12) * 365.25 * 86_400 + (months - int(months / 12) * 12) * 30 * 86_400
+        + days * 86_400 + seconds,
+    }
+    key = {"years": "year", "months": "month", "days": "day", "hours": "hour", "minutes": "minute",
+           "seconds": "second"}.get(name, name)
+    if key not in parts:
+        raise ValueError(f"unit \"{name}\" not recognized for date_part of an interval; one of {', '.join(parts)}")
     part = parts[key]
     return int(part) if float(part).is_integer() else part
 

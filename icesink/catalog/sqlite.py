@@ -1,9 +1,11 @@
 """Opening the data directory and the SQLite files several icesink processes share."""
 from __future__ import annotations
 
+import datetime as dt
 import errno
 import math
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -12,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import CatalogError
+from ..model.intervals import interval_text
 from .private import private_file
 from .sql_functions import FUNCTIONS as POSTGRES_FUNCTIONS
 
@@ -84,7 +87,30 @@ def share(value, parts):
     return 0 if value is None else zlib.crc32(str(value).encode()) % parts
 
 
-FUNCTIONS = {"icesink_div": divide, "icesink_mod": modulo, "icesink_share": share}
+def subtract(a, b):
+    """Postgres's `-` of two values SQLite holds as text: two timestamps (or a date and a timestamp) give the
+    interval between them, two dates the days between them, numbers their difference."""
+    if a is None or b is None:
+        return None
+    if isinstance(a, str) and isinstance(b, str) and _MOMENT.match(a) and _MOMENT.match(b):
+        if len(a) == len(b) == 10:
+            return (dt.date.fromisoformat(a) - dt.date.fromisoformat(b)).days
+        micros = (_moment(a) - _moment(b)) // dt.timedelta(microseconds=1)
+        days = int(micros / 86_400_000_000)  # toward zero, as Postgres keeps the sign on both parts
+        return interval_text(0, days, micros - days * 86_400_000_000)
+    a, b = _number(a), _number(b)
+    return a - b
+
+
+_MOMENT = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}|$)")
+
+
+def _moment(text: str) -> dt.datetime:
+    value = dt.datetime.fromisoformat(text)
+    return value.astimezone(dt.timezone.utc).replace(tzinfo=None) if value.tzinfo else value
+
+
+FUNCTIONS = {"icesink_div": divide, "icesink_mod": modulo, "icesink_share": share, "icesink_sub": subtract}
 
 
 def add_functions(db: sqlite3.Connection) -> None:

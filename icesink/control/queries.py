@@ -190,6 +190,8 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
             moved = _moved_by_interval(node, replace)
             if moved is not None:
                 return moved
+        if isinstance(node, exp.Sub):
+            return _subtraction(node, replace)
         if _interval_text(node) is not None:  # an interval on its own: its text, in Postgres's output form
             return exp.Literal.string(_interval_text(node))
         if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
@@ -201,6 +203,18 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
     for select in list(tree.find_all(exp.Select)):
         _series_joined(select)
     return tree
+
+
+def _subtraction(node: exp.Sub, replace: Callable) -> exp.Expression:
+    """`-` as Postgres computes it: of two values SQLite holds as text (timestamps, dates, numerics), by
+    icesink_sub, which gives an interval or days between moments (SQLite would subtract the numbers their text
+    begins with); of anything else, in SQLite's own terms."""
+    left, right = node.this, node.expression
+    if not (cheap(left) and cheap(right)):
+        return exp.Anonymous(this="icesink_sub", expressions=[left.transform(replace), right.transform(replace)])
+    call = exp.Anonymous(this="icesink_sub", expressions=[left.copy(), right.copy()])
+    texts = exp.and_(typeof_is(left, "text"), typeof_is(right, "text"))
+    return exp.Case(ifs=[exp.If(this=texts, true=call)], default=exp.Paren(this=node.copy()))
 
 
 def _interval_text(node: exp.Expression) -> str | None:

@@ -101,6 +101,8 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         return normalize(expr.type)
     if isinstance(expr, ast.BinaryOp):
         left, right = _expr_type(expr.left, scope, resolve), _expr_type(expr.right, scope, resolve)
+        if expr.op == "-" and base_type(left) in _MOMENTS and base_type(right) in _MOMENTS:
+            return "integer" if base_type(left) == base_type(right) == "date" else "interval"
         moment = next((t for t in (left, right) if base_type(t) in _MOMENTS), None)
         if expr.op in ("+", "-") and moment is not None and "interval" in (base_type(left), base_type(right)):
             return "timestamp" if base_type(moment) == "date" else moment  # a date moved by an interval: a timestamp
