@@ -102,6 +102,21 @@ def subtract(a, b):
     return a - b
 
 
+def add(a, b):
+    """Postgres's `+` where SQLite holds an operand as text: a date plus a whole number of days is a date, numbers
+    (a numeric is held as text) add; a moment plus anything else is no operator of Postgres's."""
+    if a is None or b is None:
+        return None
+    for moment, other in ((a, b), (b, a)):
+        if isinstance(moment, str) and _MOMENT.match(moment):
+            if len(moment) == 10 and isinstance(other, int):
+                return (dt.date.fromisoformat(moment) + dt.timedelta(days=other)).isoformat()
+            kind = "date" if len(moment) == 10 else "timestamp"
+            raise ValueError(f"operator does not exist: {kind} + {type(other).__name__}")
+    a, b = _number(a), _number(b)
+    return a + b
+
+
 _MOMENT = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}|$)")
 
 
@@ -110,7 +125,8 @@ def _moment(text: str) -> dt.datetime:
     return value.astimezone(dt.timezone.utc).replace(tzinfo=None) if value.tzinfo else value
 
 
-FUNCTIONS = {"icesink_div": divide, "icesink_mod": modulo, "icesink_share": share, "icesink_sub": subtract}
+FUNCTIONS = {"icesink_div": divide, "icesink_mod": modulo, "icesink_share": share, "icesink_sub": subtract,
+             "icesink_add": add}
 
 
 def add_functions(db: sqlite3.Connection) -> None:

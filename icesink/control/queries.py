@@ -190,8 +190,8 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
             moved = _moved_by_interval(node, replace)
             if moved is not None:
                 return moved
-        if isinstance(node, exp.Sub):
-            return _subtraction(node, replace)
+        if isinstance(node, (exp.Add, exp.Sub)):
+            return _text_arithmetic(node, replace)
         if _interval_text(node) is not None:  # an interval on its own: its text, in Postgres's output form
             return exp.Literal.string(_interval_text(node))
         if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
@@ -205,15 +205,16 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-def _subtraction(node: exp.Sub, replace: Callable) -> exp.Expression:
-    """`-` as Postgres computes it: of two values SQLite holds as text (timestamps, dates, numerics), by
-    icesink_sub, which gives an interval or days between moments (SQLite would subtract the numbers their text
-    begins with); of anything else, in SQLite's own terms."""
+def _text_arithmetic(node: exp.Add | exp.Sub, replace: Callable) -> exp.Expression:
+    """`+` and `-` as Postgres computes them where an operand is held as text (timestamps, dates, numerics): by
+    icesink_add or icesink_sub, which move a date by days and give the interval or days between moments (SQLite
+    would compute with the number the text begins with); of anything else, in SQLite's own terms."""
+    name = "icesink_add" if isinstance(node, exp.Add) else "icesink_sub"
     left, right = node.this, node.expression
     if not (cheap(left) and cheap(right)):
-        return exp.Anonymous(this="icesink_sub", expressions=[left.transform(replace), right.transform(replace)])
-    call = exp.Anonymous(this="icesink_sub", expressions=[left.copy(), right.copy()])
-    texts = exp.and_(typeof_is(left, "text"), typeof_is(right, "text"))
+        return exp.Anonymous(this=name, expressions=[left.transform(replace), right.transform(replace)])
+    call = exp.Anonymous(this=name, expressions=[left.copy(), right.copy()])
+    texts = (exp.and_ if isinstance(node, exp.Sub) else exp.or_)(typeof_is(left, "text"), typeof_is(right, "text"))
     return exp.Case(ifs=[exp.If(this=texts, true=call)], default=exp.Paren(this=node.copy()))
 
 

@@ -56,8 +56,11 @@ _PASSTHROUGH = {"min", "max", "abs", "coalesce", "nullif", "greatest", "least", 
 
 
 class _Scope:
-    def __init__(self):
+    """The relations of a query's FROM; `outer`: the enclosing query's, which a correlated subquery reads too."""
+
+    def __init__(self, outer: "_Scope | None" = None):
         self.entries: list[tuple[str, Relation | None, tuple[Column, ...]]] = []
+        self.outer = outer
 
     def add(self, alias: str, relation: Relation | None, columns: tuple[Column, ...]):
         self.entries.append((alias, relation, columns))
@@ -68,6 +71,8 @@ class _Scope:
         if any(cols is None for _, cols in entries):
             return Column(name, UNKNOWN)
         found = [c for _, cols in entries for c in cols if c.name == name]
+        if not found and self.outer is not None:
+            return self.outer.lookup(ref)
         if not found:
             where = f"{qualifier}.{name}" if qualifier else name
             raise PlanError(f"column \"{where}\" does not exist", ref.pos)
@@ -106,6 +111,12 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         moment = next((t for t in (left, right) if base_type(t) in _MOMENTS), None)
         if expr.op in ("+", "-") and moment is not None and "interval" in (base_type(left), base_type(right)):
             return "timestamp" if base_type(moment) == "date" else moment  # a date moved by an interval: a timestamp
+        if expr.op == "+" and moment is not None:
+            other = right if moment is left else left
+            if base_type(moment) == "date" and base_type(other) in ("smallint", "integer", "bigint"):
+                return "date"
+            if base_type(other) in NUMERIC_ORDER or base_type(other) in _MOMENTS:
+                raise PlanError(f"operator does not exist: {base_type(left)} + {base_type(right)}", expr.pos)
         if expr.op in ("+", "-", "*", "/", "%"):
             return _wider(left, right)
         if expr.op == "||":
@@ -127,7 +138,7 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         types = [_expr_type(then, scope, resolve) for _, then in expr.whens]
         return next((t for t in types if t != UNKNOWN), UNKNOWN)
     if isinstance(expr, ast.Subquery):
-        bound = bind_query(expr.query, resolve)
+        bound = bind_query(expr.query, resolve, outer=scope)
         return bound.columns[0].type if bound.columns else UNKNOWN
     if isinstance(expr, ast.FunctionCall):
         arg_types = [_expr_type(a, scope, resolve) for a in expr.args]
@@ -169,8 +180,9 @@ def _output_name(item: ast.SelectItem) -> str:
     return "?column?"
 
 
-def _from_scope(core: ast.SelectCore, resolve: Resolver, relations: list[Relation]) -> _Scope:
-    scope = _Scope()
+def _from_scope(core: ast.SelectCore, resolve: Resolver, relations: list[Relation],
+                outer: _Scope | None = None) -> _Scope:
+    scope = _Scope(outer)
 
     def add(item):
         if isinstance(item, ast.TableRef):
@@ -189,8 +201,8 @@ def _from_scope(core: ast.SelectCore, resolve: Resolver, relations: list[Relatio
     return scope
 
 
-def _bind_core(core: ast.SelectCore, resolve: Resolver, relations: list[Relation]):
-    scope = _from_scope(core, resolve, relations)
+def _bind_core(core: ast.SelectCore, resolve: Resolver, relations: list[Relation], outer: _Scope | None = None):
+    scope = _from_scope(core, resolve, relations, outer)
     columns: list[Column] = []
     origins: list[object] = []  # the expression behind each output column
     for item in core.items:
@@ -243,9 +255,9 @@ def _unique_keys(core: ast.SelectCore, scope: _Scope, columns, origins) -> list[
     return keys
 
 
-def bind_query(query: ast.Query, resolve: Resolver) -> BoundQuery:
+def bind_query(query: ast.Query, resolve: Resolver, outer: _Scope | None = None) -> BoundQuery:
     relations: list[Relation] = []
-    bound_cores = [_bind_core(core, resolve, relations) for core in query.cores]
+    bound_cores = [_bind_core(core, resolve, relations, outer) for core in query.cores]
     _, columns, _ = bound_cores[0]
     if any(other is None for _, other, _ in bound_cores):
         return BoundQuery(None, (), tuple(relations))
