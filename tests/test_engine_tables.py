@@ -486,6 +486,9 @@ def _duckdb_answer(session, sql: str) -> list[tuple]:
     "FROM ev ORDER BY id",
     "SELECT id FROM ev WHERE ts >= TIMESTAMP '2026-01-31 10:15:00' AND ts < DATE '2026-02-02' ORDER BY id",
     "SELECT id, ts::date + 3, 2 + ts::date, id + 0.5 FROM ev ORDER BY id",
+    "SELECT coalesce(u, 0) AS c, count(*), bool_and(v < 'c') FROM ev GROUP BY c ORDER BY c",
+    "SELECT id, ts::timestamptz, (ts + INTERVAL '0.25 seconds')::timestamp, CAST('true' AS boolean) FROM ev "
+    "ORDER BY id",
     "SELECT e.id, (SELECT name FROM us WHERE us.id = e.u) AS name, (SELECT count(*) FROM ev i WHERE i.u = e.u) "
     "FROM ev e ORDER BY e.id",
     "SELECT id, EXTRACT(epoch FROM ts - TIMESTAMP '2026-01-01 00:00:00'), EXTRACT(hour FROM ts - TIMESTAMP "
@@ -512,5 +515,8 @@ def test_a_moment_moved_by_an_interval_is_a_timestamp_column(events_with_times):
         ("id", "integer"), ("span", "interval"), ("days", "integer")]
     assert rows(events_with_times, "SELECT ts - TIMESTAMP '2026-01-31 08:00:00', TIMESTAMP '2026-01-30 08:00:00' - ts, "
                                    "ts - ts FROM ev WHERE id = 2") == [("1 day 15:59:59.5", "-2 days -15:59:59.5", "00:00:00")]
+    assert rows(events_with_times, "SELECT 1.239::numeric(10,2), '1 day 2 hours'::interval, '10:00:01.5'::time") == [
+        ("1.24", "1 day 02:00:00", "10:00:01.500000")]
+    assert rows(events_with_times, "SELECT occurred_at::timestamptz FROM mz_internal.mz_sink_status_history") == []
     assert error_of(events_with_times, "SELECT ts + INTERVAL 'a fortnight' FROM ev").message == \
         'invalid input syntax for type interval: "a fortnight"'

@@ -51,6 +51,10 @@ CREATE MATERIALIZED VIEW latest_event AS SELECT DISTINCT ON (user_id) user_id, i
 FROM user_events WHERE amount > 3 ORDER BY user_id, event_timestamp DESC, id;
 CREATE MATERIALIZED VIEW top_by_user AS SELECT DISTINCT ON (e.user_id) e.user_id, u.region, e.amount
 FROM user_events e JOIN users u ON u.id = e.user_id ORDER BY e.user_id, e.amount DESC, e.id;
+CREATE MATERIALIZED VIEW per_hour AS SELECT date_trunc('hour', event_timestamp) AS hour, count(*) AS n,
+  every(amount > 1) AS all_paid FROM user_events GROUP BY hour;
+CREATE SINK per_hour_lake FROM per_hour INTO ICEBERG CATALOG CONNECTION lake
+  (NAMESPACE 'views', TABLE 'per_hour') KEY (hour) MODE UPSERT WITH (COMMIT INTERVAL '1s');
 CREATE SINK latest_event_lake FROM latest_event INTO ICEBERG CATALOG CONNECTION lake
   (NAMESPACE 'views', TABLE 'latest_event') KEY (user_id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
 CREATE SINK top_by_user_lake FROM top_by_user INTO ICEBERG CATALOG CONNECTION lake
@@ -83,7 +87,8 @@ VIEWS = {"summary_lake": ("user_activity_summary", "user_id, hour, event_count, 
          "big_by_region_lake": ("big_by_region", "region, n, top", "region"),
          "ledger_lake": ("ledger", "kind, id, user_id, amount, region", "kind, id"),
          "latest_event_lake": ("latest_event", "user_id, id, amount, due, minute", "user_id"),
-         "top_by_user_lake": ("top_by_user", "user_id, region, amount", "user_id")}
+         "top_by_user_lake": ("top_by_user", "user_id, region, amount", "user_id"),
+         "per_hour_lake": ("per_hour", "hour, n, all_paid", "hour")}
 INPUTS = {"regions_lake": ("user_events", "users"), "enriched_lake": ("user_events", "users"),
           "big_by_region_lake": ("user_events", "users"), "ledger_lake": ("user_events", "users", "refunds"),
           "top_by_user_lake": ("user_events", "users")}

@@ -182,6 +182,8 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
             name = known[0] or ("lpad" if node.args.get("is_left") else "rpad")
             # a replaced node's arguments are not visited again: they are converted here
             return exp.Anonymous(this=name, expressions=[a.transform(replace) for a in _arguments(node, known[1])])
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "every":  # Postgres's other name for bool_and
+            return exp.Min(this=node.expressions[0].transform(replace)) if len(node.expressions) == 1 else node
         if isinstance(node, exp.Anonymous) and node.name.lower() == "string_agg":
             return exp.Anonymous(this="group_concat", expressions=[a.transform(replace) for a in node.expressions])
         if isinstance(node, exp.Anonymous) and node.name.lower() == "row":  # a record, as its fields in JSON
@@ -192,6 +194,10 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
                 return moved
         if isinstance(node, (exp.Add, exp.Sub)):
             return _text_arithmetic(node, replace)
+        if isinstance(node, exp.Cast) and _cast_type(node.to) is not None:
+            # a replaced node's arguments are not visited again: the value is converted here
+            return exp.Anonymous(this="icesink_in", expressions=[
+                exp.Literal.string(_cast_type(node.to)), exp.Null(), node.this.transform(replace)])
         if _interval_text(node) is not None:  # an interval on its own: its text, in Postgres's output form
             return exp.Literal.string(_interval_text(node))
         if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
@@ -203,6 +209,21 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
     for select in list(tree.find_all(exp.Select)):
         _series_joined(select)
     return tree
+
+
+# casts SQLite would get wrong, by the type's name in sqlglot's tree: DATETIME() drops a timestamp's fraction and
+# zone, and a type named with INT in it (TIMESTAMPTZ, INTERVAL) takes the number its text begins with
+_CAST_TYPES = {exp.DataType.Type.TIMESTAMP: "timestamp", exp.DataType.Type.TIMESTAMPTZ: "timestamp with time zone",
+               exp.DataType.Type.INTERVAL: "interval", exp.DataType.Type.BOOLEAN: "boolean",
+               exp.DataType.Type.TIME: "time"}
+
+
+def _cast_type(to: exp.DataType) -> str | None:
+    """The column type a cast converts to by the input function a column of it has (icesink_in: as Postgres reads
+    a value of it, fractions, zones and numeric scales kept), or None for a cast SQLite's own CAST does right."""
+    if to.is_type(exp.DataType.Type.DECIMAL) and to.expressions:
+        return f"numeric({', '.join(e.sql() for e in to.expressions)})"
+    return _CAST_TYPES.get(to.this)
 
 
 def _text_arithmetic(node: exp.Add | exp.Sub, replace: Callable) -> exp.Expression:

@@ -217,10 +217,23 @@ def _bind_core(core: ast.SelectCore, resolve: Resolver, relations: list[Relation
             continue
         columns.append(Column(_output_name(item), _expr_type(item.expr, scope, resolve)))
         origins.append(item.expr)
+    names = {c.name for c in columns}
     for expr in (core.where, core.having, *core.group_by, *core.distinct_on):
-        if expr is not None and not (isinstance(expr, ast.Literal) and expr.type == "numeric"):
+        output = isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names
+        if expr is not None and not (isinstance(expr, ast.Literal) and expr.type == "numeric") and not (
+                output and expr in (*core.group_by, *core.distinct_on) and not _in_scope(scope, expr)):
             _expr_type(expr, scope, resolve)
     return scope, columns, origins
+
+
+def _in_scope(scope: _Scope, ref: ast.ColumnRef) -> bool:
+    """Whether FROM's relations have the column (GROUP BY and DISTINCT ON may name an output instead, as in
+    Postgres, where an input column of that name comes first)."""
+    try:
+        scope.lookup(ref)
+        return True
+    except PlanError:
+        return False
 
 
 def _output_of(expr, names: list[str], origins: list) -> str | None:
@@ -230,6 +243,8 @@ def _output_of(expr, names: list[str], origins: list) -> str | None:
         return names[index] if 0 <= index < len(names) else None
     matches = [n for n, o in zip(names, origins) if o == expr or (
         isinstance(o, ast.ColumnRef) and isinstance(expr, ast.ColumnRef) and o.column == expr.column)]
+    if not matches and isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names:
+        return expr.column  # an output's name
     return matches[0] if matches else None
 
 
