@@ -309,6 +309,8 @@ RECOMPUTED_VIEWS = {
                "WHERE p.price > 50 GROUP BY o.customer, p.price", "customer, price"),
     "latest": ("SELECT DISTINCT ON (customer) customer, id, price FROM orders ORDER BY customer, price DESC, id "
                "LIMIT 5", "customer"),
+    "with": ("WITH big AS (SELECT customer, price FROM orders WHERE price > 20) SELECT customer, count(*) AS n, "
+             "max(price) AS top FROM big GROUP BY customer", "customer"),
     "unkeyed": ("SELECT body, count(*) AS n FROM notes GROUP BY body HAVING count(*) > 1 "
                 "EXCEPT SELECT customer, 2 FROM orders", "body"),
 }

@@ -1,6 +1,8 @@
 """Turns Lark parse trees into the frozen dataclasses of `ast.py`."""
 from __future__ import annotations
 
+import dataclasses
+
 from lark import Token
 from lark.visitors import Transformer_NonRecursive
 
@@ -11,6 +13,30 @@ _IF_NOT_EXISTS = object()
 _ASSOCIATIVE = {"UNION", "UNION DISTINCT", "UNION ALL", "INTERSECT", "INTERSECT ALL"}  # (a op b) op c = a op (b op c)
 _IF_EXISTS = object()
 _DISTINCT = object()
+
+
+def _inlined(node, named: dict):
+    """`node` with each table reference to a name of `named` (WITH's) read as its query, a subquery under the
+    reference's alias or name."""
+    if not named:
+        return node
+    if isinstance(node, ast.TableRef):
+        if not node.iceberg and len(node.name.parts) == 1 and node.name.name in named:
+            return ast.SubqueryRef(named[node.name.name], node.alias or node.name.parts[0])
+        return node
+    if isinstance(node, tuple):
+        rebuilt = tuple(_inlined(x, named) for x in node)
+        return rebuilt if any(a is not b for a, b in zip(rebuilt, node)) else node
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        changed = {}
+        for field in dataclasses.fields(node):
+            value = getattr(node, field.name)
+            if isinstance(value, (tuple, ast.TableRef)) or dataclasses.is_dataclass(value):
+                rebuilt = _inlined(value, named)
+                if rebuilt is not value:
+                    changed[field.name] = rebuilt
+        return dataclasses.replace(node, **changed) if changed else node
+    return node
 
 
 class SyntaxRuleError(Exception):
@@ -573,7 +599,28 @@ class AstBuilder(Transformer_NonRecursive):
         number = [t for t in c if isinstance(t, Token) and t.type == "NUMBER"][0]
         return ("offset", int(float(number)))
 
+    def with_clause(self, c):
+        if any(isinstance(x, Token) and x.type == "RECURSIVE" for x in c):
+            raise SyntaxRuleError("WITH RECURSIVE is not supported yet", c[1].start_pos)
+        return ("with", tuple(x for x in c if isinstance(x, tuple)))
+
+    def cte(self, c):
+        names = [x for x in c if isinstance(x, Token) and x.type in ("IDENT", "QUOTED_IDENT")]
+        if len(names) > 1:
+            raise SyntaxRuleError(f"WITH {names[0]} (columns …) is not supported yet: name the columns in its SELECT",
+                                  names[1].start_pos)
+        return (make_name(names[0]), c[-1])
+
     def query(self, c):
+        ctes = next((x[1] for x in c if isinstance(x, tuple) and x[0] == "with"), ())
+        found = self._query([x for x in c if not (isinstance(x, tuple) and x[0] == "with")])
+        # a common table expression is read as the subquery it names, wherever the query names it
+        named: dict[str, ast.Query] = {}
+        for name, body in ctes:
+            named[name.value] = _inlined(body, named)
+        return _inlined(found, named) if named else found
+
+    def _query(self, c):
         parts = {x[0]: x[1] for x in c if isinstance(x, tuple) and x[0] in ("order", "limit", "offset")}
         ops = [x for x in c if isinstance(x, tuple) and x[0] == "setop"]
         operands = [x for x in c if isinstance(x, (ast.SelectCore, ast.Query))]
