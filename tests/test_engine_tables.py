@@ -444,6 +444,8 @@ def test_a_reader_that_read_a_replicated_table_from_the_start_exports_no_snapsho
      "WITH RECURSIVE is not supported yet", "RECURSIVE"),
     ("CREATE MATERIALIZED VIEW v AS WITH x (a) AS (SELECT 1) SELECT * FROM x",
      "WITH x (columns …) is not supported yet: name the columns in its SELECT", "a)"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT id, row_number() FROM ev",
+     "window function row_number() requires an OVER clause", "row_number"),
     ("SELECT id, coalesce(lower(foo(v)), 'x') FROM ev", "function foo() does not exist", "foo(v)"),
     ("SELECT EXTRACT(hour FROM ts) + bar(1) FROM ev", "function bar() does not exist", "bar"),
 ])
@@ -491,6 +493,10 @@ def _duckdb_answer(session, sql: str) -> list[tuple]:
     "SELECT id FROM ev WHERE ts >= TIMESTAMP '2026-01-31 10:15:00' AND ts < DATE '2026-02-02' ORDER BY id",
     "SELECT id, ts::date + 3, 2 + ts::date, id + 0.5 FROM ev ORDER BY id",
     "SELECT coalesce(u, 0) AS c, count(*), bool_and(v < 'c') FROM ev GROUP BY c ORDER BY c",
+    "SELECT id, u, row_number() OVER (PARTITION BY u ORDER BY ts DESC, id) AS rn, count(*) OVER (ORDER BY id), "
+    "lag(v) OVER (ORDER BY id), rank() OVER (ORDER BY u), max(ts) OVER (PARTITION BY u) FROM ev ORDER BY id",
+    "SELECT * FROM (SELECT id, u, row_number() OVER (PARTITION BY u ORDER BY id DESC) AS rn FROM ev) AS t "
+    "WHERE rn <= 1 ORDER BY id",
     "WITH per AS (SELECT u, count(*) AS n FROM ev GROUP BY u), one AS (SELECT u FROM per WHERE n = 2 AND u > 1) "
     "SELECT ev.id, one.u FROM ev JOIN one ON one.u = ev.u ORDER BY ev.id",
     "WITH x AS (SELECT id, u FROM ev) SELECT a.id, count(b.id) FROM x a LEFT JOIN x b ON b.u = a.u AND b.id < a.id "

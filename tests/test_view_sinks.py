@@ -311,6 +311,9 @@ RECOMPUTED_VIEWS = {
                "LIMIT 5", "customer"),
     "with": ("WITH big AS (SELECT customer, price FROM orders WHERE price > 20) SELECT customer, count(*) AS n, "
              "max(price) AS top FROM big GROUP BY customer", "customer"),
+    "top_two": ("SELECT customer, id, price FROM (SELECT customer, id, price, row_number() OVER (PARTITION BY "
+                "customer ORDER BY price DESC, id) AS rn FROM orders) AS ranked WHERE rn <= 2", "customer, id"),
+    "ranked": ("SELECT id, rank() OVER (PARTITION BY customer ORDER BY price DESC) AS place FROM orders", "id"),
     "unkeyed": ("SELECT body, count(*) AS n FROM notes GROUP BY body HAVING count(*) > 1 "
                 "EXCEPT SELECT customer, 2 FROM orders", "body"),
 }

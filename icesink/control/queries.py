@@ -516,19 +516,27 @@ def check_functions(query, materialized: bool = False) -> None:
             if materialized and name in UNMATERIALIZABLE:
                 raise PlanError(f"cannot materialize call to {name}(): its value changes while the view's inputs "
                                 "do not", pos)
-            alone = replace(call, args=tuple(ast.Literal(None, "null") for _ in call.args), filter=None)
+            alone = replace(call, args=tuple(ast.Literal(None, "null") for _ in call.args), filter=None,
+                            over=ast.Window() if call.over is not None else None)
             try:
                 db.execute("EXPLAIN " + sqlite_sql(exp.select(render.expression(alone))))
             except sqlite3.OperationalError as exc:
-                known = not isinstance(render.expression(alone), exp.Anonymous) or name in _POSTGRES_ONLY
-                if "wrong number of arguments" in str(exc):
-                    raise PlanError(f"function {name}() does not take {len(call.args)} argument"
-                                    f"{'s' if len(call.args) != 1 else ''}", pos) from None
-                if known:
-                    raise NotSupportedYet(f"function {name}() is not supported yet", pos) from None
-                raise PlanError(f"function {name}() does not exist", pos) from None
+                _refuse_call(name, call, str(exc), alone, pos)
     finally:
         db.close()
+
+
+def _refuse_call(name: str, call: ast.FunctionCall, problem: str, alone: ast.FunctionCall, pos: int) -> None:
+    """Raises what SQLite's refusal of a call, tried alone (`alone`), means for the query that makes it."""
+    if "wrong number of arguments" in problem:
+        raise PlanError(f"function {name}() does not take {len(call.args)} argument"
+                        f"{'s' if len(call.args) != 1 else ''}", pos)
+    if "misuse of window function" in problem:
+        raise PlanError(f"window function {name}() requires an OVER clause", pos)
+    if "no such function" in problem:
+        if not isinstance(render._function(alone), exp.Anonymous) or name in _POSTGRES_ONLY:
+            raise NotSupportedYet(f"function {name}() is not supported yet", pos)
+        raise PlanError(f"function {name}() does not exist", pos)
 
 
 # Postgres's and Materialize's functions sqlglot does not know by name, which no query here runs yet

@@ -49,6 +49,8 @@ Resolver = Callable[[ast.TableRef], Relation]
 
 _AGGREGATE_TYPES = {"count": "bigint"}
 _MOMENTS = {"date", "timestamp", "timestamp with time zone"}
+_RANKS = {"row_number": "bigint", "rank": "bigint", "dense_rank": "bigint", "ntile": "integer",
+          "percent_rank": "double precision", "cume_dist": "double precision"}
 _TEXT_FUNCTIONS = {"lower", "upper", "concat", "substr", "substring", "trim", "btrim", "ltrim", "rtrim",
                    "replace", "md5", "left", "right", "lpad", "rpad", "initcap", "to_char", "format"}
 _PASSTHROUGH = {"min", "max", "abs", "coalesce", "nullif", "greatest", "least", "round", "floor", "ceil",
@@ -143,6 +145,13 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
     if isinstance(expr, ast.FunctionCall):
         arg_types = [_expr_type(a, scope, resolve) for a in expr.args]
         name = expr.name.value
+        if expr.over is not None:
+            for part in (*expr.over.partition_by, *(o.expr for o in expr.over.order_by)):
+                _expr_type(part, scope, resolve)
+        if name in _RANKS:
+            return _RANKS[name]
+        if name in ("lag", "lead", "nth_value") and arg_types:
+            return arg_types[0]
         if name in _AGGREGATE_TYPES:
             return _AGGREGATE_TYPES[name]
         if name == "sum" and arg_types:

@@ -265,6 +265,8 @@ def _branch(binder: Binder, view: CatalogObject, query: ast.Query, names: list[s
     tree, relations = _render(binder, view, query, pos)
     distinct = tree.args.get("distinct")
     distinct_on = distinct.args.get("on") if distinct is not None else None
+    if tree.find(exp.Window):
+        _refuse(view, "has a window function", pos)
     if distinct_on is not None and tree.args.get("group") is not None:
         _refuse(view, "has DISTINCT ON and GROUP BY", pos)
     if distinct_on is None:

@@ -139,12 +139,20 @@ class ColumnRef:
 
 
 @dataclass(frozen=True)
+class Window:
+    """OVER (PARTITION BY … ORDER BY …): the rows a window function reads, and their order."""
+    partition_by: tuple = ()
+    order_by: tuple = ()  # OrderItem
+
+
+@dataclass(frozen=True)
 class FunctionCall:
     name: Name
     args: tuple
     distinct: bool = False
     star: bool = False
     filter: Optional[object] = None
+    over: Optional[Window] = None
 
     @property
     def pos(self) -> int:

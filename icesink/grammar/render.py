@@ -83,6 +83,9 @@ def _function(call: ast.FunctionCall) -> exp.Expression:
         node = exp.Anonymous(this=name, expressions=args)
     if call.filter is not None:
         node = exp.Filter(this=node, expression=exp.Where(this=expression(call.filter)))
+    if call.over is not None:
+        node = exp.Window(this=node, partition_by=[expression(e) for e in call.over.partition_by] or None,
+                          order=_order(call.over.order_by) if call.over.order_by else None)
     return node
 
 
@@ -270,14 +273,19 @@ def _query(node: ast.Query, name_table: TableNamer) -> exp.Expression:
         tree = _SET_OPERATIONS[words[0]](this=tree, expression=_core(core, name_table),
                                          distinct=not (len(words) > 1 and words[1] == "ALL"))
     if node.order_by:
-        tree.set("order", exp.Order(expressions=[
-            exp.Ordered(this=expression(o.expr), desc=o.descending,
-                        nulls_first=(o.nulls == "first") if o.nulls else o.descending) for o in node.order_by]))
+        tree.set("order", _order(node.order_by))
     if node.limit is not None:
         tree.set("limit", exp.Limit(expression=exp.Literal.number(node.limit)))
     if node.offset is not None:
         tree.set("offset", exp.Offset(expression=exp.Literal.number(node.offset)))
     return tree
+
+
+def _order(items: tuple) -> exp.Order:
+    """ORDER BY as Postgres orders: NULLS LAST ascending, NULLS FIRST descending, unless said otherwise."""
+    return exp.Order(expressions=[exp.Ordered(this=expression(o.expr), desc=o.descending,
+                                              nulls_first=(o.nulls == "first") if o.nulls else o.descending)
+                                  for o in items])
 
 
 # ---------------------------------------------------------------- statements that create objects

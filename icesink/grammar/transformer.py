@@ -775,8 +775,16 @@ class AstBuilder(Transformer_NonRecursive):
         star = ("star",) in rest
         args = [x for x in rest if isinstance(x, tuple) and x[0] == "args"]
         filt = [x[1] for x in rest if isinstance(x, tuple) and x[0] == "filter"]
+        over = next((x for x in rest if isinstance(x, ast.Window)), None)
         return ast.FunctionCall(name, args[0][1] if args else (), bool(args) and args[0][2], star,
-                                filt[0] if filt else None)
+                                filt[0] if filt else None, over)
+
+    def over_clause(self, c):
+        parts = {x[0]: x[1] for x in c if isinstance(x, tuple)}
+        return ast.Window(parts.get("window_partition", ()), parts.get("order", ()))
+
+    def window_partition(self, c):
+        return ("window_partition", tuple(self._strip(c)))
 
     def when_clause(self, c):
         rest = self._strip(c)
