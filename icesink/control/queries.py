@@ -554,6 +554,7 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
                                   shows[0].show.name.pos)
         return _plan_iceberg_query(binder, stmt, refs)
     check_qualified_columns(stmt.query)
+    check_functions(stmt.query)  # over load generators too: a view over them runs in SQLite
     if any(_generator_of(binder, binder.find(ref.name)) for ref in refs if not ref.name.qualifier):
         if shows:
             raise NotSupportedYet("a query that joins load generators with SHOW is not supported yet",
@@ -561,7 +562,6 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
         generated_only = _over_generators_only(binder, stmt.query)
         if generated_only is not None:
             return _plan_generator_query(*generated_only)
-    check_functions(stmt.query)
     replicated: Replicated = []
     generated: list = []
     name_table, engine_tables = sqlite_tables(binder, refs, replicated, generated)
