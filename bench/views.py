@@ -2,7 +2,7 @@
 engine (statements, the table's change log, the scheduler, Spark, the view's recomputation, the committer):
 
     .venv/bin/python bench/views.py [--rows 10000000,1000000] [--rate 50000] [--seconds 60] [--users 100000]
-        [--write-mode merge-on-read|copy-on-write] [--view summary|joined] [--changes moves|inserts]
+        [--write-mode merge-on-read|copy-on-write] [--view summary|joined|latest] [--changes moves|inserts]
 
 For each input size: fills `user_events` (`INSERT … SELECT … FROM generate_series`: --users users, timestamps over
 a day), creates the view and a sink on it (COMMIT INTERVAL 5 s), waits for the first batch (the whole view), then
@@ -48,7 +48,7 @@ INSERT INTO user_events SELECT n, (n * 7919) % {users}, 's' || (n % 50),
 {view}
 CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
 CREATE SINK user_activity_iceberg FROM user_activity_summary INTO ICEBERG CATALOG CONNECTION lake
-  (NAMESPACE 'analytics', TABLE 'user_activity') KEY (user_id, hour) MODE UPSERT WITH (COMMIT INTERVAL '5s', WRITE MODE '{mode}');
+  (NAMESPACE 'analytics', TABLE 'user_activity') KEY ({key}) MODE UPSERT WITH (COMMIT INTERVAL '5s', WRITE MODE '{mode}');
 """
 
 
@@ -64,7 +64,12 @@ CREATE MATERIALIZED VIEW user_activity_summary AS
 SELECT e.user_id, DATE_TRUNC('hour', e.event_timestamp) AS hour, MAX(u.region) AS region, COUNT(*) AS event_count,
        COUNT(DISTINCT e.session_id) AS session_count, MAX(e.event_timestamp) AS last_event_time
 FROM user_events e JOIN users u ON u.id = e.user_id GROUP BY e.user_id, DATE_TRUNC('hour', e.event_timestamp);""",
+    # each user's newest event (Materialize's DISTINCT ON idiom): one row per user, its events ranked again
+    "latest": """CREATE MATERIALIZED VIEW user_activity_summary AS
+SELECT DISTINCT ON (user_id) user_id, id, session_id, event_timestamp AS last_event_time
+FROM user_events ORDER BY user_id, event_timestamp DESC, id;""",
 }
+KEYS = {"summary": "user_id, hour", "joined": "user_id, hour", "latest": "user_id"}
 
 
 def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
@@ -77,7 +82,8 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
     session = icesink.connect(data_dir)
     try:
         started = time.time()
-        session.execute(SETUP.format(rows=rows, users=users, mode=mode, view=VIEWS[view].format(users=users)))
+        session.execute(SETUP.format(rows=rows, users=users, mode=mode, view=VIEWS[view].format(users=users),
+                                     key=KEYS[view]))
         print(f"{rows:,} events of {users:,} users loaded in {time.time() - started:.1f}s", flush=True)
         scheduler = Scheduler(data_dir, session.executor.secret_value, lambda: spark)
         started = time.time()
@@ -164,7 +170,8 @@ def main() -> None:
     parser.add_argument("--write-mode", choices=("merge-on-read", "copy-on-write"), default="merge-on-read",
                         help="the view's groups change all over its key space, which merge-on-read writes best")
     parser.add_argument("--view", choices=tuple(VIEWS), default="summary",
-                        help="seed 004's view, or the same joined with a users table for each group's region")
+                        help="seed 004's view, the same joined with a users table for each group's region, or each "
+                             "user's newest event (DISTINCT ON)")
     parser.add_argument("--changes", choices=("moves", "inserts"), default="moves",
                         help="events moved to another hour and session, or new events")
     args = parser.parse_args()

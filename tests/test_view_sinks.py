@@ -298,6 +298,11 @@ CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
 CREATE TABLE orders (id bigint NOT NULL, customer text, price numeric(10,2), PRIMARY KEY (id));
 CREATE TABLE notes (body text);
 CREATE MATERIALIZED VIEW per_customer AS SELECT customer, count(*) AS n FROM orders GROUP BY customer;
+CREATE TABLE customers (id bigint NOT NULL, name text, PRIMARY KEY (id));
+CREATE MATERIALIZED VIEW renamed AS SELECT coalesce(customer, 'none') AS customer, count(*) AS n FROM orders
+  GROUP BY customer;
+CREATE MATERIALIZED VIEW newest AS SELECT DISTINCT ON (c.id) o.id, c.name FROM customers c
+  JOIN orders o ON o.customer = c.name ORDER BY c.id, o.id DESC;
 """
 # views no change can be traced to a key of: each batch recomputes them whole
 RECOMPUTED_VIEWS = {
@@ -322,12 +327,17 @@ RECOMPUTED_VIEWS = {
 @pytest.mark.parametrize("view, key, message", [
     ("per_customer", "customer, n", "a sink on materialized view 'per_customer' is keyed by the view's key: "
      "KEY (customer), not KEY (customer, n)"),
+    # GROUP BY names the input column, not the output it shares a name with: NULL and 'none' are one output
+    ("renamed", "customer ENFORCED", "KEY (customer) is not known to be unique in 'renamed'"),
+    # one row per customer, and o.id is an order's id: no key of the view's rows
+    ("newest", "id ENFORCED", "KEY (id) is not known to be unique in 'newest'"),
 ])
 def test_a_view_a_sink_cannot_keep_up_to_date_is_refused_at_create_sink_naming_why(session, view, key, message):
     session.execute(REFUSED_VIEWS)
+    enforced = key.endswith(" ENFORCED")
     error = error_of(session, f"CREATE SINK s FROM {view} INTO ICEBERG CATALOG CONNECTION lake "
-                              f"(NAMESPACE 'v', TABLE 't') KEY ({key}) NOT ENFORCED MODE UPSERT "
-                              "WITH (COMMIT INTERVAL '1s')")
+                              f"(NAMESPACE 'v', TABLE 't') KEY ({key.removesuffix(' ENFORCED')})"
+                              f"{'' if enforced else ' NOT ENFORCED'} MODE UPSERT WITH (COMMIT INTERVAL '1s')")
     assert error.message == message
     assert rows(session, "SELECT count(*) FROM mz_sinks") == [(0,)]
 

@@ -98,6 +98,13 @@ def subtract(a, b):
         micros = (_moment(a) - _moment(b)) // dt.timedelta(microseconds=1)
         days = int(micros / 86_400_000_000)  # toward zero, as Postgres keeps the sign on both parts
         return interval_text(0, days, micros - days * 86_400_000_000)
+    if isinstance(a, str) and _MOMENT.match(a):
+        if len(a) == 10 and isinstance(b, int):
+            return (dt.date.fromisoformat(a) - dt.timedelta(days=b)).isoformat()
+        raise ValueError(f"operator does not exist: {'date' if len(a) == 10 else 'timestamp'} - "
+                         f"{type(b).__name__}")
+    if isinstance(b, str) and _MOMENT.match(b):
+        raise ValueError(f"operator does not exist: {type(a).__name__} - {'date' if len(b) == 10 else 'timestamp'}")
     a, b = _number(a), _number(b)
     return a - b
 

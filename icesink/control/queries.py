@@ -112,9 +112,9 @@ def _named(stored: str | exp.Expression, ref: ast.TableRef) -> exp.Expression:
 
 def _postgres_arithmetic(tree: exp.Expression) -> exp.Expression:
     """`/` and `%` as Postgres computes them (SQLite answers NULL for a division by zero); an output column keeps
-    the name SQLite gives the expression as written."""
+    the name SQLite gives the expression as written, whatever it is rewritten to here or in _postgres_functions."""
     for select in tree.find_all(exp.Select):
-        select.set("expressions", [e if isinstance(e, exp.Alias) or not e.find(exp.Div, exp.Mod)
+        select.set("expressions", [e if isinstance(e, (exp.Alias, exp.Column, exp.Star)) or not e.find(*_REWRITTEN)
                                    else exp.alias_(e, e.sql(dialect="sqlite"), quoted=True)
                                    for e in select.expressions])
 
@@ -123,6 +123,11 @@ def _postgres_arithmetic(tree: exp.Expression) -> exp.Expression:
             return _division(node, replace)
         return node
     return tree.transform(replace)
+
+
+# the nodes sqlite_sql writes otherwise than sqlglot's SQLite would
+_REWRITTEN = (exp.Div, exp.Mod, exp.Add, exp.Sub, exp.Cast, exp.Interval, exp.Anonymous, exp.TimestampTrunc,
+              exp.DateTrunc)
 
 
 # what an operand may hold to be written twice over: SQLite computes it again, at once and with no side effect
@@ -194,6 +199,16 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
                 return moved
         if isinstance(node, (exp.Add, exp.Sub)):
             return _text_arithmetic(node, replace)
+        if isinstance(node, exp.Cast) and _numeric_cast(node, replace) is not None:
+            return _numeric_cast(node, replace)
+        if isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.BOOLEAN):
+            return _boolean_cast(node.this.transform(replace))
+        if isinstance(node, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)) and any(
+                _interval_text(side) is not None for side in (node.this, node.expression)):
+            # intervals compare by their length: both sides' epochs (a literal's, and a `ts - ts` one's)
+            return type(node)(**{key: exp.Anonymous(this="date_part", expressions=[
+                exp.Literal.string("epoch"), side.transform(replace)])
+                for key, side in (("this", node.this), ("expression", node.expression))})
         if isinstance(node, exp.Cast) and _cast_type(node.to) is not None:
             # a replaced node's arguments are not visited again: the value is converted here
             return exp.Anonymous(this="icesink_in", expressions=[
@@ -214,29 +229,65 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
 # casts SQLite would get wrong, by the type's name in sqlglot's tree: DATETIME() drops a timestamp's fraction and
 # zone, and a type named with INT in it (TIMESTAMPTZ, INTERVAL) takes the number its text begins with
 _CAST_TYPES = {exp.DataType.Type.TIMESTAMP: "timestamp", exp.DataType.Type.TIMESTAMPTZ: "timestamp with time zone",
-               exp.DataType.Type.INTERVAL: "interval", exp.DataType.Type.BOOLEAN: "boolean",
-               exp.DataType.Type.TIME: "time"}
+               exp.DataType.Type.INTERVAL: "interval"}
 
 
 def _cast_type(to: exp.DataType) -> str | None:
     """The column type a cast converts to by the input function a column of it has (icesink_in: as Postgres reads
-    a value of it, fractions, zones and numeric scales kept), or None for a cast SQLite's own CAST does right."""
-    if to.is_type(exp.DataType.Type.DECIMAL) and to.expressions:
-        return f"numeric({', '.join(e.sql() for e in to.expressions)})"
+    a value of it, fractions and zones kept), or None for a cast SQLite's own CAST does as well."""
     return _CAST_TYPES.get(to.this)
 
 
+def _boolean_cast(value: exp.Expression) -> exp.Expression:
+    """`::boolean` as Postgres reads it: text by the type's input function ('true', 'f', 'yes'), a number as
+    whether it is not 0 (SQLite's CAST would read 'true' as 0, and keep 2 as 2)."""
+    if len(list(value.walk())) > _CASE_NODES:
+        return exp.Cast(this=value, to=exp.DataType.build("int"))
+    text = exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string("boolean"), exp.Null(), value.copy()])
+    return exp.Case(ifs=[exp.If(this=typeof_is(value, "text"), true=text)],
+                    default=exp.NEQ(this=value.copy(), expression=exp.Literal.number(0)))
+
+
+def _numeric_cast(node: exp.Cast, replace: Callable) -> exp.Expression | None:
+    """`::numeric(p, s)` as a number rounded to its scale (SQLite's CAST keeps every digit); None for another cast."""
+    to = node.to
+    if not (to.is_type(exp.DataType.Type.DECIMAL) and len(to.expressions) == 2):
+        return None
+    value = exp.Cast(this=node.this.transform(replace), to=exp.DataType.build("double"))
+    return exp.Anonymous(this="round", expressions=[value, exp.Literal.number(to.expressions[1].name)])
+
+
 def _text_arithmetic(node: exp.Add | exp.Sub, replace: Callable) -> exp.Expression:
-    """`+` and `-` as Postgres computes them where an operand is held as text (timestamps, dates, numerics): by
-    icesink_add or icesink_sub, which move a date by days and give the interval or days between moments (SQLite
-    would compute with the number the text begins with); of anything else, in SQLite's own terms."""
+    """`+` and `-` as Postgres computes them where an operand is a date or timestamp, which SQLite holds as text
+    (and would add to or subtract from as the number the text begins with): by icesink_add or icesink_sub, which
+    move a date by days and give the interval or days between moments; anything else in SQLite's own terms. The
+    operands are converted first; one that is large, or not deterministic, is not written again in a CASE: the
+    call then takes every row."""
     name = "icesink_add" if isinstance(node, exp.Add) else "icesink_sub"
-    left, right = node.this, node.expression
-    if not (cheap(left) and cheap(right)):
-        return exp.Anonymous(this=name, expressions=[left.transform(replace), right.transform(replace)])
+    if _numbers_only(node):  # `1 + 1 + …`: no moment among them, and a long chain stays as flat as written
+        return node
+    left, right = node.this.transform(replace), node.expression.transform(replace)
+    if len(list(left.walk())) + len(list(right.walk())) > _CASE_NODES or node.find(exp.Rand):
+        return exp.Anonymous(this=name, expressions=[left, right])
     call = exp.Anonymous(this=name, expressions=[left.copy(), right.copy()])
-    texts = (exp.and_ if isinstance(node, exp.Sub) else exp.or_)(typeof_is(left, "text"), typeof_is(right, "text"))
-    return exp.Case(ifs=[exp.If(this=texts, true=call)], default=exp.Paren(this=node.copy()))
+    native = type(node)(this=left.copy(), expression=right.copy())
+    return exp.Case(ifs=[exp.If(this=exp.or_(_moment_text(left), _moment_text(right)), true=call)],
+                    default=exp.Paren(this=native))
+
+
+_CASE_NODES = 40  # an operand is written four times in the CASE: beyond this, one call costs less than the copies
+
+
+def _numbers_only(node: exp.Expression) -> bool:
+    """Whether `node` is arithmetic of number literals alone."""
+    return all(isinstance(n, (exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Paren)) or (
+        isinstance(n, exp.Literal) and not n.is_string) for n in node.walk())
+
+
+def _moment_text(value: exp.Expression) -> exp.Expression:
+    """Whether `value` is a date or timestamp as the store keeps it ('2026-01-31…'), in SQLite's own terms."""
+    return exp.and_(typeof_is(value, "text"),
+                    exp.Glob(this=value.copy(), expression=exp.Literal.string("[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*")))
 
 
 def _interval_text(node: exp.Expression) -> str | None:
@@ -554,14 +605,15 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
                                   shows[0].show.name.pos)
         return _plan_iceberg_query(binder, stmt, refs)
     check_qualified_columns(stmt.query)
-    check_functions(stmt.query)  # over load generators too: a view over them runs in SQLite
+    query = expand_distinct_on_stars(stmt.query, lambda ref: binder.relation(ref.name)[1])
     if any(_generator_of(binder, binder.find(ref.name)) for ref in refs if not ref.name.qualifier):
         if shows:
             raise NotSupportedYet("a query that joins load generators with SHOW is not supported yet",
                                   shows[0].show.name.pos)
-        generated_only = _over_generators_only(binder, stmt.query)
+        generated_only = _over_generators_only(binder, query)
         if generated_only is not None:
             return _plan_generator_query(*generated_only)
+    check_functions(query)  # SQLite runs it (Spark, over load generators alone, knows more functions)
     replicated: Replicated = []
     generated: list = []
     name_table, engine_tables = sqlite_tables(binder, refs, replicated, generated)
@@ -569,7 +621,6 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
         raise NotSupportedYet("a query that joins engine tables with SHOW is not supported yet",
                               shows[0].show.name.pos)
     name_table = _with_shows(binder, name_table) if shows else name_table
-    query = expand_distinct_on_stars(stmt.query, lambda ref: binder.relation(ref.name)[1])
     return QueryPlan(sqlite_sql(render.query(query, name_table)), target="tables" if engine_tables else "catalog",
                      column_positions=column_positions(stmt), replicated=tuple(replicated),
                      generated=tuple(dict.fromkeys(generated)))

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from ..errors import PlanError
+from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast
 from .types import NUMERIC_ORDER, UNKNOWN, Column, base_type, normalize
 
@@ -113,12 +113,14 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         moment = next((t for t in (left, right) if base_type(t) in _MOMENTS), None)
         if expr.op in ("+", "-") and moment is not None and "interval" in (base_type(left), base_type(right)):
             return "timestamp" if base_type(moment) == "date" else moment  # a date moved by an interval: a timestamp
-        if expr.op == "+" and moment is not None:
+        if expr.op in ("+", "-") and moment is not None:
             other = right if moment is left else left
-            if base_type(moment) == "date" and base_type(other) in ("smallint", "integer", "bigint"):
+            if base_type(moment) == "date" and base_type(other) in ("smallint", "integer", "bigint") and (
+                    expr.op == "+" or moment is left):
                 return "date"
-            if base_type(other) in NUMERIC_ORDER or base_type(other) in _MOMENTS:
-                raise PlanError(f"operator does not exist: {base_type(left)} + {base_type(right)}", expr.pos)
+            if base_type(other) in NUMERIC_ORDER or (expr.op == "+" and base_type(other) in _MOMENTS):
+                raise PlanError(f"operator does not exist: {base_type(left)} {expr.op} {base_type(right)}",
+                                expr.pos)
         if expr.op in ("+", "-", "*", "/", "%"):
             return _wider(left, right)
         if expr.op == "||":
@@ -245,15 +247,19 @@ def _in_scope(scope: _Scope, ref: ast.ColumnRef) -> bool:
         return False
 
 
-def _output_of(expr, names: list[str], origins: list) -> str | None:
+def _output_of(expr, names: list[str], origins: list, scope: _Scope) -> str | None:
     """The output column an expression of GROUP BY or DISTINCT ON is (by ordinal, or the same expression), if any."""
     if isinstance(expr, ast.Literal) and expr.type == "numeric" and str(expr.value).isdigit():
         index = int(expr.value) - 1
         return names[index] if 0 <= index < len(names) else None
     matches = [n for n, o in zip(names, origins) if o == expr or (
-        isinstance(o, ast.ColumnRef) and isinstance(expr, ast.ColumnRef) and o.column == expr.column)]
-    if not matches and isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names:
-        return expr.column  # an output's name
+        isinstance(o, ast.ColumnRef) and isinstance(expr, ast.ColumnRef) and o.column == expr.column
+        and None in (o.qualifier, expr.qualifier) or (
+            isinstance(o, ast.ColumnRef) and isinstance(expr, ast.ColumnRef) and o.column == expr.column
+            and o.qualifier == expr.qualifier))]
+    if not matches and isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names and (
+            not _in_scope(scope, expr)):
+        return expr.column  # an output's name (an input column of that name would come first)
     return matches[0] if matches else None
 
 
@@ -261,13 +267,13 @@ def _unique_keys(core: ast.SelectCore, scope: _Scope, columns, origins) -> list[
     names = [c.name for c in columns]
     keys = []
     if core.group_by:
-        grouped = [_output_of(expr, names, origins) for expr in core.group_by]
+        grouped = [_output_of(expr, names, origins, scope) for expr in core.group_by]
         if None not in grouped:
             keys.append(frozenset(grouped))
     if core.distinct:
         keys.append(frozenset(names))
     if core.distinct_on:  # one row per value of its expressions: those among the outputs are a key
-        on = [_output_of(expr, names, origins) for expr in core.distinct_on]
+        on = [_output_of(expr, names, origins, scope) for expr in core.distinct_on]
         if None not in on:
             keys.append(frozenset(on))
     plain = len(core.from_items) == 1 and not core.from_items[0].joins and not core.group_by
@@ -300,11 +306,13 @@ def bind_query(query: ast.Query, resolve: Resolver, outer: _Scope | None = None)
 
 
 def expand_distinct_on_stars(query: ast.Query, resolve: Resolver) -> ast.Query:
-    """`SELECT DISTINCT ON (…) *` with the star written out as the columns of FROM's relations (qualified by their
-    names there): SQLite runs DISTINCT ON as a ranking in a subquery, whose columns must each be named."""
+    """`SELECT DISTINCT ON (…) *` with the star written out as the columns of FROM's tables (qualified by their
+    names there): DISTINCT ON runs as a ranking in a subquery, whose columns must each be named. Such a star over
+    anything else, or in a subquery, is refused: name the columns."""
     cores = []
     for core in query.cores:
         if core.distinct_on and any(isinstance(i.expr, ast.Star) for i in core.items):
+            _star_tables_only(core)
             scope = _from_scope(core, resolve, [])
             items = []
             for item in core.items:
@@ -318,7 +326,21 @@ def expand_distinct_on_stars(query: ast.Query, resolve: Resolver) -> ast.Query:
                                   for c in columns or ()]
             core = dataclasses.replace(core, items=tuple(items))
         cores.append(core)
+    for node in walk(tuple(cores)):
+        if isinstance(node, ast.Query):
+            for inner in node.cores:
+                if inner.distinct_on and any(isinstance(i.expr, ast.Star) for i in inner.items):
+                    raise NotSupportedYet("DISTINCT ON with * in a subquery or WITH is not supported yet: name its "
+                                          "columns", inner.distinct_on[0].pos)
     return dataclasses.replace(query, cores=tuple(cores))
+
+
+def _star_tables_only(core: ast.SelectCore) -> None:
+    for item in core.from_items:
+        for relation in (item.first, *(j.right for j in item.joins)):
+            if not isinstance(relation, ast.TableRef):
+                raise NotSupportedYet("DISTINCT ON with * over a subquery or a table function is not supported yet: "
+                                      "name its columns", core.distinct_on[0].pos)
 
 
 def check_qualified_columns(query: ast.Query, outer: tuple = ()) -> None:

@@ -349,8 +349,10 @@ def _index_key(key: exp.Expression) -> str:
 
 
 def _same(output: exp.Expression, key: exp.Expression) -> bool:
+    """Whether a column of the view is a key expression: the same column of the same relation (`o.id` is not
+    `c.id`), or the same expression."""
     if isinstance(output, exp.Column) and isinstance(key, exp.Column):
-        return output.name == key.name
+        return output.name == key.name and (not output.table or not key.table or output.table == key.table)
     return output == key
 
 

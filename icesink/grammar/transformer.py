@@ -617,6 +617,8 @@ class AstBuilder(Transformer_NonRecursive):
         # a common table expression is read as the subquery it names, wherever the query names it
         named: dict[str, ast.Query] = {}
         for name, body in ctes:
+            if name.value in named:
+                raise SyntaxRuleError(f'WITH query name "{name.value}" specified more than once', name.pos)
             named[name.value] = _inlined(body, named)
         return _inlined(found, named) if named else found
 
