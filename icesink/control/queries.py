@@ -582,6 +582,8 @@ def _refuse_call(name: str, call: ast.FunctionCall, problem: str, alone: ast.Fun
     if "wrong number of arguments" in problem:
         raise PlanError(f"function {name}() does not take {len(call.args)} argument"
                         f"{'s' if len(call.args) != 1 else ''}", pos)
+    if "DISTINCT aggregates must have exactly one argument" in problem:
+        raise NotSupportedYet(f"{name}(DISTINCT …) with more than one argument is not supported yet", pos)
     if "misuse of window function" in problem:
         raise PlanError(f"window function {name}() requires an OVER clause", pos)
     if "no such function" in problem:
