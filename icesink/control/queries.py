@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import replace
+from functools import lru_cache
 from typing import Callable
 
 import sqlglot
@@ -195,25 +195,16 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
             return exp.Anonymous(this="icesink_row", expressions=[a.transform(replace) for a in node.expressions])
         if isinstance(node, (exp.Add, exp.Sub)):
             moved = _moved_by_interval(node, replace)
-            if moved is not None:
-                return moved
-        if isinstance(node, (exp.Add, exp.Sub)):
-            return _text_arithmetic(node, replace)
-        if isinstance(node, exp.Cast) and _numeric_cast(node, replace) is not None:
-            return _numeric_cast(node, replace)
-        if isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.BOOLEAN):
-            return _boolean_cast(node.this.transform(replace))
-        if isinstance(node, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)) and any(
-                _interval_text(side) is not None for side in (node.this, node.expression)):
+            return moved if moved is not None else _text_arithmetic(node, replace)
+        if isinstance(node, exp.Cast):
+            return _cast(node, replace)
+        if isinstance(node, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)) and (
+                _is_interval(node.this) or _is_interval(node.expression)):
             # intervals compare by their length: both sides' epochs (a literal's, and a `ts - ts` one's)
             return type(node)(**{key: exp.Anonymous(this="date_part", expressions=[
                 exp.Literal.string("epoch"), side.transform(replace)])
                 for key, side in (("this", node.this), ("expression", node.expression))})
-        if isinstance(node, exp.Cast) and _cast_type(node.to) is not None:
-            # a replaced node's arguments are not visited again: the value is converted here
-            return exp.Anonymous(this="icesink_in", expressions=[
-                exp.Literal.string(_cast_type(node.to)), exp.Null(), node.this.transform(replace)])
-        if _interval_text(node) is not None:  # an interval on its own: its text, in Postgres's output form
+        if isinstance(node, exp.Interval):  # an interval on its own: its text, in Postgres's output form
             return exp.Literal.string(_interval_text(node))
         if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
             unit = node.args.get("unit")
@@ -227,34 +218,31 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
 
 
 # casts SQLite would get wrong, by the type's name in sqlglot's tree: DATETIME() drops a timestamp's fraction and
-# zone, and a type named with INT in it (TIMESTAMPTZ, INTERVAL) takes the number its text begins with
+# zone, and a type named with INT in it (TIMESTAMPTZ, INTERVAL) takes the number its text begins with; they go
+# through the column type's input function (icesink_in), as Postgres reads a value of the type
 _CAST_TYPES = {exp.DataType.Type.TIMESTAMP: "timestamp", exp.DataType.Type.TIMESTAMPTZ: "timestamp with time zone",
                exp.DataType.Type.INTERVAL: "interval"}
 
 
-def _cast_type(to: exp.DataType) -> str | None:
-    """The column type a cast converts to by the input function a column of it has (icesink_in: as Postgres reads
-    a value of it, fractions and zones kept), or None for a cast SQLite's own CAST does as well."""
-    return _CAST_TYPES.get(to.this)
-
-
-def _boolean_cast(value: exp.Expression) -> exp.Expression:
-    """`::boolean` as Postgres reads it: text by the type's input function ('true', 'f', 'yes'), a number as
-    whether it is not 0 (SQLite's CAST would read 'true' as 0, and keep 2 as 2)."""
-    if len(list(value.walk())) > _CASE_NODES:
+def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
+    """A cast as Postgres computes it, its value converted here (a replaced node's arguments are not visited
+    again): by the type's input function, `numeric(p, s)` as a number rounded to its scale (SQLite's CAST keeps
+    every digit), `boolean` from text as Postgres reads it and from a number as whether it is not 0 (SQLite's
+    would read 'true' as 0, and keep 2 as 2); any other by SQLite's own."""
+    value, to = node.this.transform(replace), node.to
+    if to.this in _CAST_TYPES:
+        return exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string(_CAST_TYPES[to.this]), exp.Null(),
+                                                             value])
+    if to.is_type(exp.DataType.Type.DECIMAL) and len(to.expressions) == 2:
+        return exp.Anonymous(this="round", expressions=[exp.Cast(this=value, to=exp.DataType.build("double")),
+                                                        exp.Literal.number(to.expressions[1].name)])
+    if to.is_type(exp.DataType.Type.BOOLEAN) and _repeatable(value):
+        text = exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string("boolean"), exp.Null(), value.copy()])
+        return exp.Case(ifs=[exp.If(this=typeof_is(value, "text"), true=text)],
+                        default=exp.NEQ(this=value.copy(), expression=exp.Literal.number(0)))
+    if to.is_type(exp.DataType.Type.BOOLEAN):
         return exp.Cast(this=value, to=exp.DataType.build("int"))
-    text = exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string("boolean"), exp.Null(), value.copy()])
-    return exp.Case(ifs=[exp.If(this=typeof_is(value, "text"), true=text)],
-                    default=exp.NEQ(this=value.copy(), expression=exp.Literal.number(0)))
-
-
-def _numeric_cast(node: exp.Cast, replace: Callable) -> exp.Expression | None:
-    """`::numeric(p, s)` as a number rounded to its scale (SQLite's CAST keeps every digit); None for another cast."""
-    to = node.to
-    if not (to.is_type(exp.DataType.Type.DECIMAL) and len(to.expressions) == 2):
-        return None
-    value = exp.Cast(this=node.this.transform(replace), to=exp.DataType.build("double"))
-    return exp.Anonymous(this="round", expressions=[value, exp.Literal.number(to.expressions[1].name)])
+    return exp.Cast(this=value, to=to)
 
 
 def _text_arithmetic(node: exp.Add | exp.Sub, replace: Callable) -> exp.Expression:
@@ -267,7 +255,7 @@ def _text_arithmetic(node: exp.Add | exp.Sub, replace: Callable) -> exp.Expressi
     if _numbers_only(node):  # `1 + 1 + …`: no moment among them, and a long chain stays as flat as written
         return node
     left, right = node.this.transform(replace), node.expression.transform(replace)
-    if len(list(left.walk())) + len(list(right.walk())) > _CASE_NODES or node.find(exp.Rand):
+    if not (_repeatable(left) and _repeatable(right)):
         return exp.Anonymous(this=name, expressions=[left, right])
     call = exp.Anonymous(this=name, expressions=[left.copy(), right.copy()])
     native = type(node)(this=left.copy(), expression=right.copy())
@@ -275,7 +263,13 @@ def _text_arithmetic(node: exp.Add | exp.Sub, replace: Callable) -> exp.Expressi
                     default=exp.Paren(this=native))
 
 
-_CASE_NODES = 40  # an operand is written four times in the CASE: beyond this, one call costs less than the copies
+def _repeatable(value: exp.Expression) -> bool:
+    """Whether a converted operand may be written again in a CASE that tests it (unlike `cheap`, which judges an
+    operand before it is converted, it may hold calls SQLite makes at once): small, and the same each time."""
+    return not value.find(exp.Rand, exp.Select) and sum(1 for _ in value.walk()) <= _CASE_NODES
+
+
+_CASE_NODES = 20  # nodes of an operand written up to four times over: beyond, one call costs less than the copies
 
 
 def _numbers_only(node: exp.Expression) -> bool:
@@ -290,19 +284,21 @@ def _moment_text(value: exp.Expression) -> exp.Expression:
                     exp.Glob(this=value.copy(), expression=exp.Literal.string("[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*")))
 
 
-def _interval_text(node: exp.Expression) -> str | None:
-    """The interval a literal writes (`INTERVAL '1 hour'`, `'1 hour'::interval`), in Postgres's output form; None
-    for anything else."""
+def _is_interval(node: exp.Expression) -> bool:
+    """Whether `node` is an interval literal: `INTERVAL '1 hour'`, `'1 hour'::interval`."""
     while isinstance(node, exp.Paren):
         node = node.this
-    if isinstance(node, exp.Interval):
-        text = node.this.name if isinstance(node.this, exp.Literal) else None
-        unit = node.args.get("unit")
-        text = f"{text} {unit.name}" if text is not None and unit is not None else text
-    elif isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.INTERVAL) and node.this.is_string:
-        text = node.this.name
-    else:
-        return None
+    return isinstance(node, exp.Interval) or (isinstance(node, exp.Cast) and node.this.is_string
+                                              and node.to.is_type(exp.DataType.Type.INTERVAL))
+
+
+def _interval_text(node: exp.Expression) -> str:
+    """The interval a literal writes (_is_interval), in Postgres's output form."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    text = node.this.name
+    unit = node.args.get("unit") if isinstance(node, exp.Interval) else None
+    text = f"{text} {unit.name}" if unit is not None else text
     try:
         return interval_text(*interval_parts(text))
     except (TypeError, ValueError):
@@ -313,9 +309,9 @@ def _moved_by_interval(node: exp.Add | exp.Sub, replace: Callable) -> exp.Expres
     """`moment ± interval` (or `interval + moment`) as icesink_plus_interval computes it, which SQLite's own date
     functions cannot: they drop microseconds and a zone. None when neither operand is an interval literal."""
     left, right = node.this, node.expression
-    if _interval_text(right) is not None:
+    if _is_interval(right):
         moment, interval, sign = left, _interval_text(right), -1 if isinstance(node, exp.Sub) else 1
-    elif isinstance(node, exp.Add) and _interval_text(left) is not None:
+    elif isinstance(node, exp.Add) and _is_interval(left):
         moment, interval, sign = right, _interval_text(left), 1
     else:
         return None
@@ -554,40 +550,50 @@ UNMATERIALIZABLE = frozenset({"now", "current_timestamp", "random"})
 def check_functions(query, materialized: bool = False) -> None:
     """Refuses, where it is written, a call SQLite would not run (a function it lacks, or the wrong number of
     arguments), so that a view is refused when it is created rather than failing each batch; in a materialized
-    view, a function Materialize cannot materialize either. Each call is tried alone, its arguments NULL."""
+    view, a function Materialize cannot materialize either."""
+    for call in walk(query):
+        if not isinstance(call, ast.FunctionCall) or call.name.value == "[]":
+            continue
+        name, pos = call.name.value, call.name.pos
+        if name == "mz_now":
+            raise NotSupportedYet("mz_now() is not supported yet: icesink's views keep no temporal filters", pos)
+        if materialized and name in UNMATERIALIZABLE:
+            raise PlanError(f"cannot materialize call to {name}(): its value changes while the view's inputs "
+                            "do not", pos)
+        problem, known = _tried_alone(name, len(call.args), call.distinct, call.star, call.over is not None)
+        if problem is not None:
+            _refuse_call(name, len(call.args), problem, known, pos)
+
+
+@lru_cache(maxsize=1024)
+def _tried_alone(name: str, arguments: int, distinct: bool, star: bool, windowed: bool) -> tuple[str | None, bool]:
+    """What SQLite answers a call of this kind tried alone, its arguments NULL (None: it runs), and whether sqlglot
+    knows the function as SQL. Every SELECT checks its calls: each kind is tried once a process."""
+    alone = ast.FunctionCall(ast.Name(name), tuple(ast.Literal(None, "null") for _ in range(arguments)), distinct,
+                             star, over=ast.Window() if windowed else None)
+    rendered = render.expression(alone)
+    known = not isinstance(rendered.this if windowed else rendered, exp.Anonymous)
     db = sqlite3.connect(":memory:")
     try:
         add_functions(db)
-        for call in walk(query):
-            if not isinstance(call, ast.FunctionCall) or call.name.value == "[]":
-                continue
-            name, pos = call.name.value, call.name.pos
-            if name == "mz_now":
-                raise NotSupportedYet("mz_now() is not supported yet: icesink's views keep no temporal filters", pos)
-            if materialized and name in UNMATERIALIZABLE:
-                raise PlanError(f"cannot materialize call to {name}(): its value changes while the view's inputs "
-                                "do not", pos)
-            alone = replace(call, args=tuple(ast.Literal(None, "null") for _ in call.args), filter=None,
-                            over=ast.Window() if call.over is not None else None)
-            try:
-                db.execute("EXPLAIN " + sqlite_sql(exp.select(render.expression(alone))))
-            except sqlite3.OperationalError as exc:
-                _refuse_call(name, call, str(exc), alone, pos)
+        db.execute("EXPLAIN " + sqlite_sql(exp.select(rendered)))
+        return None, known
+    except sqlite3.OperationalError as exc:
+        return str(exc), known
     finally:
         db.close()
 
 
-def _refuse_call(name: str, call: ast.FunctionCall, problem: str, alone: ast.FunctionCall, pos: int) -> None:
-    """Raises what SQLite's refusal of a call, tried alone (`alone`), means for the query that makes it."""
+def _refuse_call(name: str, arguments: int, problem: str, known: bool, pos: int) -> None:
+    """Raises what SQLite's refusal of a call, tried alone, means for the query that makes it."""
     if "wrong number of arguments" in problem:
-        raise PlanError(f"function {name}() does not take {len(call.args)} argument"
-                        f"{'s' if len(call.args) != 1 else ''}", pos)
+        raise PlanError(f"function {name}() does not take {arguments} argument{'s' if arguments != 1 else ''}", pos)
     if "DISTINCT aggregates must have exactly one argument" in problem:
         raise NotSupportedYet(f"{name}(DISTINCT …) with more than one argument is not supported yet", pos)
     if "misuse of window function" in problem:
         raise PlanError(f"window function {name}() requires an OVER clause", pos)
     if "no such function" in problem:
-        if not isinstance(render._function(alone), exp.Anonymous) or name in _POSTGRES_ONLY:
+        if known or name in _POSTGRES_ONLY:
             raise NotSupportedYet(f"function {name}() is not supported yet", pos)
         raise PlanError(f"function {name}() does not exist", pos)
 
