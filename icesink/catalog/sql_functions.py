@@ -91,12 +91,10 @@ def date_trunc(unit, value):
     unit = {"microsecond": "microseconds", "millisecond": "milliseconds"}.get(unit, unit)
     if unit not in _UNITS:
         raise ValueError(f"unit \"{unit}\" not recognized for date_trunc; one of {', '.join(_UNITS)}")
-    found = _TIMESTAMP.match(str(value))
-    if found is None:
+    parsed = _moment(value)
+    if parsed is None:
         raise ValueError(f"date_trunc takes a timestamp or a date, not {value!r}")
-    year, month, day, hour, minute, second, fraction, zone = found.groups()
-    moment = dt.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
-                         int(round(float(fraction or 0) * 1_000_000)))
+    moment, zone = parsed
     if unit in ("millennium", "century", "decade"):
         size = {"millennium": 1000, "century": 100, "decade": 10}[unit]
         first = (moment.year - 1) // size * size + 1 if unit != "decade" else moment.year // 10 * 10
@@ -120,20 +118,37 @@ def date_trunc(unit, value):
     return text + zone
 
 
-def date_part(field, value):
-    """date_part('hour', ts), and EXTRACT(hour FROM ts), of a timestamp or date in Postgres's text form: a whole
-    number where the field is one, seconds with their fraction."""
-    if field is None or value is None:
-        return None
-    name = str(field).lower()
+def _moment(value) -> tuple[dt.datetime, str] | None:
+    """A timestamp or date in Postgres's text form, and its zone's text ('' without one); None for other text."""
     found = _TIMESTAMP.match(str(value))
     if found is None:
-        return _interval_part(name, str(value))
+        return None
     year, month, day, hour, minute, second, fraction, zone = found.groups()
-    moment = dt.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
-                         int(round(float(fraction or 0) * 1_000_000)))
+    return dt.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
+                       int(round(float(fraction or 0) * 1_000_000))), zone
+
+
+def date_part(field, value):
+    """date_part('hour', ts), and EXTRACT(hour FROM ts), of a timestamp or date in Postgres's text form, or of an
+    interval ('1 day 02:00:00', as `ts - ts` gives one): a whole number where the field is one, seconds with their
+    fraction."""
+    if field is None or value is None:
+        return None
+    parsed = _moment(value)
+    parts = _interval_fields(str(value)) if parsed is None else _moment_fields(parsed[0])
+    name = str(field).lower()
+    key = {"years": "year", "months": "month", "days": "day", "hours": "hour", "minutes": "minute",
+           "seconds": "second", "millisecond": "milliseconds", "microsecond": "microseconds"}.get(name, name)
+    if key not in parts:
+        what = "an interval" if parsed is None else "a timestamp"
+        raise ValueError(f"unit \"{field}\" not recognized for date_part of {what}; one of {', '.join(parts)}")
+    part = parts[key]
+    return int(part) if float(part).is_integer() else part
+
+
+def _moment_fields(moment: dt.datetime) -> dict:
     seconds = moment.second + moment.microsecond / 1_000_000
-    parts = {
+    return {
         "year": moment.year, "month": moment.month, "day": moment.day, "hour": moment.hour,
         "minute": moment.minute, "second": seconds, "milliseconds": seconds * 1000,
         "microseconds": moment.second * 1_000_000 + moment.microsecond, "quarter": (moment.month - 1) // 3 + 1,
@@ -142,35 +157,21 @@ def date_part(field, value):
         "century": (moment.year - 1) // 100 + 1, "millennium": (moment.year - 1) // 1000 + 1,
         "epoch": moment.replace(tzinfo=dt.timezone.utc).timestamp(),
     }
-    key = {"years": "year", "months": "month", "days": "day", "hours": "hour", "minutes": "minute",
-           "seconds": "second", "millisecond": "milliseconds", "microsecond": "microseconds"}.get(name, name)
-    if key not in parts:
-        raise ValueError(f"unit \"{field}\" not recognized for date_part; one of {', '.join(parts)}")
-    part = parts[key]
-    return int(part) if float(part).is_integer() else part
 
 
-def _interval_part(name: str, value: str):
-    """date_part of an interval ('1 day 02:00:00', as `ts - ts` gives one): its fields as Postgres splits them, and
-    its epoch with Postgres's 365.25-day years and 30-day months."""
+def _interval_fields(value: str) -> dict:
+    """An interval's fields as Postgres splits them, and its epoch with Postgres's 365.25-day years and 30-day
+    months."""
     try:
         months, days, micros = interval_parts(value)
     except ValueError:
         raise ValueError(f"date_part takes a timestamp, a date or an interval, not {value!r}") from None
+    years, months = int(months / 12), months - int(months / 12) * 12
     seconds = micros / 1_000_000
-    parts = {
-        "year": int(months / 12), "month": months - int(months / 12) * 12, "day": days,
-        "hour": int(micros / 3_600_000_000), "minute": int(micros / 60_000_000) % 60 if micros >= 0
-        else -(int(-micros / 60_000_000) % 60), "second": math.fmod(seconds, 60),
-        "epoch": int(months / 12) * 365.25 * 86_400 + (months - int(months / 12) * 12) * 30 * 86_400
-        + days * 86_400 + seconds,
-    }
-    key = {"years": "year", "months": "month", "days": "day", "hours": "hour", "minutes": "minute",
-           "seconds": "second"}.get(name, name)
-    if key not in parts:
-        raise ValueError(f"unit \"{name}\" not recognized for date_part of an interval; one of {', '.join(parts)}")
-    part = parts[key]
-    return int(part) if float(part).is_integer() else part
+    minutes = int(abs(micros) / 60_000_000) % 60
+    return {"year": years, "month": months, "day": days, "hour": int(micros / 3_600_000_000),
+            "minute": minutes if micros >= 0 else -minutes, "second": math.fmod(seconds, 60),
+            "epoch": years * 365.25 * 86_400 + months * 30 * 86_400 + days * 86_400 + seconds}
 
 
 def row(*fields):

@@ -88,40 +88,43 @@ def share(value, parts):
 
 
 def subtract(a, b):
-    """Postgres's `-` of two values SQLite holds as text: two timestamps (or a date and a timestamp) give the
-    interval between them, two dates the days between them, numbers their difference."""
+    """Postgres's `-` where SQLite holds a date or timestamp as text: two of them give the interval between them
+    (two dates, the days), a date minus days is a date; numbers (a numeric is held as text) subtract."""
     if a is None or b is None:
         return None
-    if isinstance(a, str) and isinstance(b, str) and _MOMENT.match(a) and _MOMENT.match(b):
+    if _is_moment(a) and _is_moment(b):
         if len(a) == len(b) == 10:
             return (dt.date.fromisoformat(a) - dt.date.fromisoformat(b)).days
         micros = (_moment(a) - _moment(b)) // dt.timedelta(microseconds=1)
         days = int(micros / 86_400_000_000)  # toward zero, as Postgres keeps the sign on both parts
         return interval_text(0, days, micros - days * 86_400_000_000)
-    if isinstance(a, str) and _MOMENT.match(a):
-        if len(a) == 10 and isinstance(b, int):
-            return (dt.date.fromisoformat(a) - dt.timedelta(days=b)).isoformat()
-        raise ValueError(f"operator does not exist: {'date' if len(a) == 10 else 'timestamp'} - "
-                         f"{type(b).__name__}")
-    if isinstance(b, str) and _MOMENT.match(b):
-        raise ValueError(f"operator does not exist: {type(a).__name__} - {'date' if len(b) == 10 else 'timestamp'}")
-    a, b = _number(a), _number(b)
-    return a - b
+    if _is_moment(a) or _is_moment(b):
+        return _date_moved(a, b, "-")
+    return _number(a) - _number(b)
 
 
 def add(a, b):
-    """Postgres's `+` where SQLite holds an operand as text: a date plus a whole number of days is a date, numbers
-    (a numeric is held as text) add; a moment plus anything else is no operator of Postgres's."""
+    """Postgres's `+` where SQLite holds a date or timestamp as text: a date plus days is a date; numbers (a numeric
+    is held as text) add."""
     if a is None or b is None:
         return None
-    for moment, other in ((a, b), (b, a)):
-        if isinstance(moment, str) and _MOMENT.match(moment):
-            if len(moment) == 10 and isinstance(other, int):
-                return (dt.date.fromisoformat(moment) + dt.timedelta(days=other)).isoformat()
-            kind = "date" if len(moment) == 10 else "timestamp"
-            raise ValueError(f"operator does not exist: {kind} + {type(other).__name__}")
-    a, b = _number(a), _number(b)
-    return a + b
+    if _is_moment(a) or _is_moment(b):
+        return _date_moved(a, b, "+")
+    return _number(a) + _number(b)
+
+
+def _date_moved(a, b, op: str) -> str:
+    """`date ± days` (or `days + date`); Postgres has no other operator of a moment and a number."""
+    date, days = (b, a) if op == "+" and _is_moment(b) else (a, b)
+    if _is_moment(date) and len(date) == 10 and isinstance(days, int):
+        return (dt.date.fromisoformat(date) + dt.timedelta(days=days if op == "+" else -days)).isoformat()
+    def kind(value) -> str:
+        return ("date" if len(value) == 10 else "timestamp") if _is_moment(value) else type(value).__name__
+    raise ValueError(f"operator does not exist: {kind(a)} {op} {kind(b)}")
+
+
+def _is_moment(value) -> bool:
+    return isinstance(value, str) and _MOMENT.match(value) is not None
 
 
 _MOMENT = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}|$)")

@@ -11,7 +11,7 @@ from pyiceberg.exceptions import NoSuchTableError
 from typing import Callable
 
 from ..catalog.secrets import secret_value
-from ..catalog.sqlite import sql_function, sqlite_message
+from ..catalog.sqlite import sqlite_message
 from ..catalog.store import Catalog, CatalogObject, now
 from ..catalog_connections import connector_for
 from ..errors import CatalogError, IcesinkError, NotSupportedYet, PlanError, first_line
@@ -26,8 +26,8 @@ from ..engine.ingest.postgres import (copy_later, drop_slot, forget, not_copied_
 from ..engine.generated_tables import catch_up, spec
 from ..engine.lifecycle import dropped
 from ..engine.sink import state_dir as sink_state_dir
-from ..engine.tables import RowRefused, TableStore, is_engine_table, quote
-from ..engine.values import InvalidValue, column_input
+from ..engine.tables import RowRefused, TableStore, add_input_function, is_engine_table, quote
+from ..engine.values import InvalidValue
 
 
 @dataclass
@@ -46,7 +46,7 @@ class Executor:
         self.spark = spark  # the session's SparkSession, started with its settings on first use
         self.session_settings = session_settings
         # a query over system views casts as one over engine tables does (control/queries.py: icesink_in)
-        catalog.db.create_function("icesink_in", 3, sql_function(column_input), deterministic=True)
+        add_input_function(catalog.db)
 
     def secret_value(self, secret_id: str) -> str:
         return secret_value(self.catalog, self.secrets, secret_id)

@@ -229,10 +229,13 @@ def _bind_core(core: ast.SelectCore, resolve: Resolver, relations: list[Relation
         columns.append(Column(_output_name(item), _expr_type(item.expr, scope, resolve)))
         origins.append(item.expr)
     names = {c.name for c in columns}
-    for expr in (core.where, core.having, *core.group_by, *core.distinct_on):
+    for expr in (core.where, core.having):
+        if expr is not None:
+            _expr_type(expr, scope, resolve)
+    for expr in (*core.group_by, *core.distinct_on):  # an ordinal, or an output's name, says no more
+        ordinal = isinstance(expr, ast.Literal) and expr.type == "numeric"
         output = isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names
-        if expr is not None and not (isinstance(expr, ast.Literal) and expr.type == "numeric") and not (
-                output and expr in (*core.group_by, *core.distinct_on) and not _in_scope(scope, expr)):
+        if not ordinal and not (output and not _in_scope(scope, expr)):
             _expr_type(expr, scope, resolve)
     return scope, columns, origins
 
@@ -252,15 +255,18 @@ def _output_of(expr, names: list[str], origins: list, scope: _Scope) -> str | No
     if isinstance(expr, ast.Literal) and expr.type == "numeric" and str(expr.value).isdigit():
         index = int(expr.value) - 1
         return names[index] if 0 <= index < len(names) else None
-    matches = [n for n, o in zip(names, origins) if o == expr or (
-        isinstance(o, ast.ColumnRef) and isinstance(expr, ast.ColumnRef) and o.column == expr.column
-        and None in (o.qualifier, expr.qualifier) or (
-            isinstance(o, ast.ColumnRef) and isinstance(expr, ast.ColumnRef) and o.column == expr.column
-            and o.qualifier == expr.qualifier))]
+    matches = [n for n, o in zip(names, origins) if o == expr or _same_column(o, expr)]
     if not matches and isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names and (
             not _in_scope(scope, expr)):
         return expr.column  # an output's name (an input column of that name would come first)
     return matches[0] if matches else None
+
+
+def _same_column(a, b) -> bool:
+    """Whether two column references name one column: the same name, of the same relation where both say which
+    (`o.id` is not `c.id`)."""
+    return (isinstance(a, ast.ColumnRef) and isinstance(b, ast.ColumnRef) and a.column == b.column
+            and (None in (a.qualifier, b.qualifier) or a.qualifier == b.qualifier))
 
 
 def _unique_keys(core: ast.SelectCore, scope: _Scope, columns, origins) -> list[frozenset[str]]:

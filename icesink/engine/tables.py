@@ -74,6 +74,11 @@ def quote(name: str) -> str:
 NUMERIC_COLLATION = "icesink_numeric"
 
 
+def add_input_function(db: sqlite3.Connection) -> None:
+    """icesink_in(type, column, value): a column type's input function, which writes and casts call."""
+    db.create_function("icesink_in", 3, sql_function(column_input), deterministic=True)
+
+
 def _exact_real(value):
     """A REAL as the change log keeps it: text that reads back as the same double (SQLite's JSON keeps 15 digits of
     17, and would turn 0.30000000000000004 into 0.3)."""
@@ -159,7 +164,7 @@ class TableStore:
         cache_kib = writer_cache_mib() << 10 if writer else None  # read first: a bad setting opens no file
         with database_errors(path, "engine tables"):
             self.db = connect_wal(path)
-            self.db.create_function("icesink_in", 3, sql_function(column_input), deterministic=True)
+            add_input_function(self.db)
             self.db.create_function("icesink_real", 1, _exact_real, deterministic=True)
             self.db.create_collation(NUMERIC_COLLATION, _compare_numeric)
             self.db.execute("PRAGMA synchronous = FULL")  # a write returns only once it is on disk
