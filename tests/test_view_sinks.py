@@ -571,6 +571,60 @@ def test_a_batch_reads_a_touched_group_through_the_index_by_its_whole_key(sessio
     assert not any(step.startswith("SCAN events") for step in plan), plan
 
 
+def test_a_distinct_on_batch_finds_each_touched_keys_first_row_by_one_seek_with_nulls_where_postgres_puts_them(
+        session, spark):
+    """DISTINCT ON's "latest row per key" over one table: a batch looks each touched key's first row up through an
+    index on the key and the ORDER BY (one seek, not a read and a sort of every row of the key), among the rows the
+    WHERE keeps, with NULLs first in a descending order and last in an ascending one, as Postgres orders them."""
+    from icesink.engine.sources import input_for
+    from icesink.engine.sources.view import CHANGES, TOUCHED
+    from icesink.engine.tables import TableStore
+
+    session.execute("""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE TABLE readings (id bigint NOT NULL, sensor int, at timestamp, v int, PRIMARY KEY (id));
+        INSERT INTO readings VALUES (1, 1, '2026-01-01 10:00:00', 5), (2, 1, '2026-01-01 11:00:00', 6),
+          (3, 2, '2026-01-01 09:00:00', 7), (4, 2, '2026-01-01 12:00:00', -1), (5, 3, NULL, 8);
+        CREATE MATERIALIZED VIEW newest AS SELECT DISTINCT ON (sensor) sensor, id, at, v FROM readings WHERE v > 0
+          ORDER BY sensor, at DESC, id;
+        CREATE MATERIALIZED VIEW oldest AS SELECT DISTINCT ON (sensor) sensor, id AS first_id FROM readings
+          ORDER BY 1, at, v DESC;
+        CREATE SINK newest_lake FROM newest INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'newest')
+          KEY (sensor) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+        CREATE SINK oldest_lake FROM oldest INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'oldest')
+          KEY (sensor) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+    """)
+    view = session.catalog.get("newest_lake").descriptor.view
+    input_for(session.catalog, session.catalog.get("newest"), view).close()  # as the sink starts: the index made
+    store = TableStore(session.data_dir)
+    try:
+        names = ", ".join(f'"{c}"' for c in (*view.changed_columns, "_icesink_offset", "_icesink_ts"))
+        store.db.execute(f"CREATE TEMP TABLE {CHANGES} ({names})")
+        store.db.execute(f"CREATE TEMP TABLE {TOUCHED} AS {view.touched_sql}")
+        plan = [row[-1] for row in store.db.execute(f"EXPLAIN QUERY PLAN {view.query_sql}")]
+    finally:
+        store.close()
+    assert any(step.startswith("SEARCH _icesink_first USING ") and f"INDEX {view.index_name} (sensor=?)" in step
+               for step in plan), plan
+    assert not any("TEMP B-TREE" in step or step.startswith("SCAN readings") for step in plan), plan
+
+    for sink, view_name in (("newest_lake", "newest"), ("oldest_lake", "oldest")):  # each first batch: the whole view
+        _run_until_caught_up(session, spark, sink, view_name, "readings")
+    session.execute("""
+        INSERT INTO readings VALUES (6, 1, NULL, 9), (7, 2, '2026-01-01 13:00:00', 0), (8, 3, '2026-01-01 08:00:00', 1),
+          (9, 4, NULL, 2), (10, 4, NULL, 3), (11, 5, '2026-01-01 10:00:00', 4);
+        UPDATE readings SET v = 10 WHERE id = 4;
+        DELETE FROM readings WHERE id = 11;
+    """)
+    for sink, view_name in (("newest_lake", "newest"), ("oldest_lake", "oldest")):
+        _run_until_caught_up(session, spark, sink, view_name, "readings")
+    newest = duckdb_rows(iceberg_table(session, "newest_lake").metadata_location, "sensor, id", "sensor")
+    # a NULL comes first in a descending order; ties go to the lower id; v <= 0 is not kept; sensor 5 has gone
+    assert newest == [(1, 6), (2, 4), (3, 5), (4, 9)] == [r[:2] for r in rows(session, "SELECT * FROM newest")]
+    oldest = duckdb_rows(iceberg_table(session, "oldest_lake").metadata_location, "sensor, first_id", "sensor")
+    assert oldest == [(1, 1), (2, 3), (3, 8), (4, 10)] == rows(session, "SELECT * FROM oldest")
+
+
 def test_a_first_batch_computes_ranges_of_the_views_key_on_every_core_and_misses_no_key(session, spark):
     """A sink's first batch cuts the whole view into ranges of its index's first expression, one per core of Spark's:
     between a time bucket's distinct values, or, past SPLIT_SEEKS of them, into spans of integers, or of text at even

@@ -387,10 +387,9 @@ def sqlite_sql(tree: exp.Expression) -> str:
     return tree.sql(dialect="sqlite")
 
 
-def _distinct_on(select: exp.Select) -> exp.Select:
-    """`SELECT DISTINCT ON (k) … ORDER BY k, o` as SQLite runs it: the rows ranked within each k by the ORDER BY
-    (ROW_NUMBER() OVER (PARTITION BY k ORDER BY …)), the first of each kept, under the names the query gives its
-    columns. An ordinal or an output name in DISTINCT ON or ORDER BY stands for its column's expression."""
+def distinct_on_terms(select: exp.Select) -> tuple[list[exp.Expression], list[tuple[exp.Expression, exp.Ordered]]]:
+    """A `SELECT DISTINCT ON (…) … ORDER BY …`'s DISTINCT ON expressions, and each ORDER BY item's expression with
+    the item: an ordinal or an output name stands for its column's expression."""
     items = select.expressions
     outputs = {item.alias: item.this for item in items if isinstance(item, exp.Alias)}
 
@@ -401,9 +400,17 @@ def _distinct_on(select: exp.Select) -> exp.Select:
             return outputs[value.name].copy()
         return value.copy()
 
-    on = [resolved(e) for e in select.args["distinct"].args["on"].expressions]
     order = select.args.get("order")
-    ordered = [(resolved(o.this), o) for o in (order.expressions if order else [])]
+    return ([resolved(e) for e in select.args["distinct"].args["on"].expressions],
+            [(resolved(o.this), o) for o in (order.expressions if order else [])])
+
+
+def _distinct_on(select: exp.Select) -> exp.Select:
+    """`SELECT DISTINCT ON (k) … ORDER BY k, o` as SQLite runs it: the rows ranked within each k by the ORDER BY
+    (ROW_NUMBER() OVER (PARTITION BY k ORDER BY …)), the first of each kept, under the names the query gives its
+    columns. An ordinal or an output name in DISTINCT ON or ORDER BY stands for its column's expression."""
+    items = select.expressions
+    on, ordered = distinct_on_terms(select)
     inner = select.copy()
     for key in ("distinct", "order", "limit", "offset"):
         inner.set(key, None)

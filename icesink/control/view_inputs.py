@@ -308,7 +308,7 @@ def _keyed(view: CatalogObject, branch: _Branch, pos: int) -> _Branch:
     missing = [_shown(keys[i]) for i in range(len(keys)) if i not in key_outputs]
     if missing:
         _refuse(view, f"leaves its key ({missing[0]}) out of its columns", pos)
-    return dataclasses.replace(branch, key_outputs=key_outputs, index_keys=index_keys(keys))
+    return dataclasses.replace(branch, key_outputs=key_outputs, index_keys=branch.joins.index_keys(keys))
 
 
 def index_order(keys: list[exp.Expression]) -> list[exp.Expression]:

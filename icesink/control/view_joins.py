@@ -17,9 +17,11 @@ from ..catalog.store import CatalogObject
 from ..engine.tables import storage_name
 from ..engine.values import INT_RANGES
 from ..model.descriptors import ViewInput, ViewSide
-from .queries import sqlite_sql
-from .view_inputs import (CHANGES, OFFSET, TOUCHED, TOUCHED_ALIAS, TS, Relation, _index_key, _refuse, group_column,
-                          index_keys, index_order, key_column)
+from .queries import distinct_on_terms, sqlite_sql
+from .view_inputs import (CHANGES, OFFSET, TOUCHED, TOUCHED_ALIAS, TS, Relation, _index_key, _refuse, _same,
+                          group_column, index_keys, index_order, key_column)
+
+FIRST_ALIAS = "_icesink_first"
 
 
 def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
@@ -34,6 +36,12 @@ def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
 
 def _aliases(node: exp.Expression) -> set[str]:
     return {c.table for c in node.find_all(exp.Column)}
+
+
+def _sqlite_ordered(value: exp.Expression, desc: bool) -> exp.Ordered:
+    """An ORDER BY term with NULLs where SQLite puts them (an index's order; NULLs are placed by a term of their
+    own)."""
+    return exp.Ordered(this=value, desc=desc, nulls_first=not desc)
 
 
 class Joins:
@@ -147,7 +155,7 @@ class Joins:
     def indexes(self, keys: list[exp.Expression]) -> set[tuple[str, str]]:
         """(table, expressions) of the indexes a batch looks rows up by: the key's, on the driving table, and each
         join column's that is not the first of its table's primary key."""
-        found = {(self.by_alias[self.driving].obj.id, ", ".join(index_keys(keys)))}
+        found = {(self.by_alias[self.driving].obj.id, ", ".join(self.index_keys(keys)))}
         for _, _, condition in self.edges:
             for side in (condition.left, condition.right):
                 relation = self.by_alias[side.table].obj if isinstance(side, exp.Column) else None
@@ -155,6 +163,54 @@ class Joins:
                 if relation is not None and primary[:1] != (side.name,):
                     found.add((relation.id, _index_key(side)))
         return found
+
+    def index_keys(self, keys: list[exp.Expression]) -> tuple[str, ...]:
+        """The driving relation's index, as CREATE INDEX takes it: the key's expressions, then a DISTINCT ON's order
+        within a key (`first_row_order`)."""
+        order = self.first_row_order(keys) or []
+        return index_keys(keys) + tuple(_index_key(term.this) + (" DESC" if term.args["desc"] else "")
+                                        for term in order)
+
+    def first_row_order(self, keys: list[exp.Expression]) -> list[exp.Ordered] | None:
+        """For a DISTINCT ON over one relation ordered by its columns, that order within a key as SQLite sorts it
+        (each nullable column's NULLs placed by a term of their own, as Postgres places them), which an index on the
+        key and these terms gives in order: each touched key's first row is then one seek, however many rows the key
+        has. None when a key's rows are ranked whole (a join, or an ORDER BY of an expression)."""
+        distinct = self.tree.args.get("distinct")
+        if distinct is None or distinct.args.get("on") is None or len(self.relations) != 1:
+            return None
+        nullable = {c.name for c in self.by_alias[self.driving].obj.descriptor.columns if c.nullable}
+        terms = []
+        for value, item in distinct_on_terms(self.tree)[1]:
+            if any(_same(value, k) for k in keys):
+                continue  # the same within a key
+            if not isinstance(value, exp.Column) or value.table != self.driving:
+                return None
+            if value.name in nullable:
+                terms.append(_sqlite_ordered(exp.Is(this=value.copy(), expression=exp.Null()),
+                                             bool(item.args.get("nulls_first"))))
+            terms.append(_sqlite_ordered(value.copy(), bool(item.args.get("desc"))))
+        return terms
+
+    def _first_row(self, keys: list[exp.Expression], order: list[exp.Ordered],
+                   touched_key: list[exp.Column]) -> exp.Expression:
+        """The condition that joins a touched key to its first row by `order`: the row's identity (its primary key, or
+        rowid) equals the first found through the index on the key and the order, among the rows the view keeps."""
+        alias = self.driving
+
+        def as_first(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Column) and node.table == alias:
+                node = node.copy()
+                node.set("table", exp.to_identifier(FIRST_ALIAS))
+            return node
+        names = self.by_alias[alias].obj.descriptor.primary_key or ("rowid",)
+        conditions = [exp.NullSafeEQ(this=k.transform(as_first), expression=touched_key[i].copy())
+                      for i, k in enumerate(keys)] + [c.transform(as_first) for c in self.conditions]
+        first = exp.select(*[exp.column(n, table=FIRST_ALIAS, quoted=n != "rowid") for n in names]).from_(
+            exp.Table(this=self.nodes[alias].this.copy(), alias=exp.TableAlias(this=exp.to_identifier(FIRST_ALIAS))))
+        first = first.where(exp.and_(*conditions)).order_by(*[t.transform(as_first) for t in order]).limit(1)
+        row = [exp.column(n, table=alias, quoted=n != "rowid") for n in names]
+        return exp.EQ(this=row[0] if len(row) == 1 else exp.Tuple(expressions=row), expression=first.subquery())
 
     def table(self, alias: str) -> exp.Table:
         return exp.Table(this=exp.to_identifier(storage_name(self.by_alias[alias].obj.id)),
@@ -209,8 +265,14 @@ class Joins:
         if group is not None and all(e in touched_key for e in group.expressions):
             # one group per touched key, read in the touched table's order: grouped by its rows, SQLite sorts none
             restricted.set("group", exp.Group(expressions=[exp.column("rowid", table=TOUCHED_ALIAS)]))
-        on = exp.and_(*[exp.NullSafeEQ(this=k.copy(), expression=exp.column(key_column(i), table=TOUCHED_ALIAS))
-                        for i, k in enumerate(keys)])
+        first_row = self.first_row_order(keys)
+        if first_row is not None:
+            on = self._first_row(keys, first_row, touched_key)
+            for part in ("distinct", "order", "where"):  # the first row found is the key's row
+                restricted.set(part, None)
+        else:
+            on = exp.and_(*[exp.NullSafeEQ(this=k.copy(), expression=exp.column(key_column(i), table=TOUCHED_ALIAS))
+                            for i, k in enumerate(keys)])
         touched = exp.Table(this=exp.to_identifier(TOUCHED), db=exp.to_identifier("temp"),
                             alias=exp.TableAlias(this=exp.to_identifier(TOUCHED_ALIAS)))
         restricted.set("from_", exp.From(this=touched))
@@ -220,7 +282,7 @@ class Joins:
         else:  # inner joins: in the order that reaches each relation from the driving one, conditions in WHERE
             restricted.set("joins", [driving, *(exp.Join(this=self.nodes[a].copy(), kind="CROSS")
                                                 for a in self.order[1:])])
-            if self.conditions:
+            if self.conditions and first_row is None:
                 restricted.set("where", exp.Where(this=exp.and_(*[c.copy() for c in self.conditions])))
         restricted.set("expressions", restricted.expressions + [k.as_(group_column(i))
                                                                 for i, k in enumerate(touched_key)])
