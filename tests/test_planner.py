@@ -289,6 +289,16 @@ def test_if_not_exists_and_if_exists(planned):
     assert planned.secrets.get(planned.catalog.get("pw").id) == "hunter2"
 
 
+def test_a_view_depends_on_a_table_it_reads_only_in_a_subquery(session):
+    session.execute("CREATE TABLE a (id int); CREATE TABLE b (id int); CREATE TABLE c (id int);"
+                    "CREATE MATERIALIZED VIEW v AS SELECT * FROM a WHERE id IN (SELECT id FROM b);"
+                    "CREATE MATERIALIZED VIEW w AS SELECT (SELECT max(id) FROM c) AS m FROM a")
+    for table, view in (("b", "v"), ("c", "w")):
+        assert error_of(session, f"DROP TABLE {table}").message == \
+            f"cannot drop table '{table}': materialized view '{view}' depends on it"
+    assert session.execute("DROP TABLE c CASCADE")[0].notices == ["also dropped: materialized view 'w'"]
+
+
 def test_drop_cascade_drops_dependents_and_restrict_keeps_everything(planned):
     planned.execute(sink("KEY (customer) MODE UPSERT WITH (COMMIT INTERVAL '1s')", input="per_customer"))
     result = planned.execute("DROP TABLE orders CASCADE")[0]
