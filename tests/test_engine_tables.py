@@ -450,6 +450,10 @@ def test_a_reader_that_read_a_replicated_table_from_the_start_exports_no_snapsho
      "string_agg(DISTINCT …) with more than one argument is not supported yet", "string_agg"),
     ("SELECT id, coalesce(lower(foo(v)), 'x') FROM ev", "function foo() does not exist", "foo(v)"),
     ("SELECT EXTRACT(hour FROM ts) + bar(1) FROM ev", "function bar() does not exist", "bar"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT DISTINCT ON (u) id, v FROM ev ORDER BY ts DESC, u",
+     "SELECT DISTINCT ON expressions must match initial ORDER BY expressions", "u)"),
+    ("SELECT * FROM (SELECT DISTINCT ON (u, v) id FROM ev ORDER BY v, id) AS s",
+     "SELECT DISTINCT ON expressions must match initial ORDER BY expressions", "u,"),
 ])
 def test_a_call_that_would_not_run_is_refused_where_it_is_written(events_with_times, sql, message, call):
     """A view's query is refused when it is created, not accepted and then failed by each batch of its sinks."""

@@ -16,7 +16,8 @@ from .binder import Binder
 from .intervals import parse_interval_ms
 from .plans import AlterConnectionPlan, CreatePlan, NoticePlan
 from .queries import check_functions
-from .query import bind_query, check_qualified_columns, expand_distinct_on_stars, table_refs, walk
+from .query import (bind_query, check_distinct_on_order, check_qualified_columns, expand_distinct_on_stars,
+                    table_refs, walk)
 from ..catalog_connections import CONNECTION_KINDS
 from ..catalog_connections.iceberg import s3_tables_region
 from ..model.options import Given, OptionSpec
@@ -365,6 +366,7 @@ def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedVi
                                   "supported yet", node.call.name.pos)
 
     check_qualified_columns(stmt.query)
+    check_distinct_on_order(stmt.query)
     check_functions(stmt.query, materialized=True)
     query = expand_distinct_on_stars(stmt.query, resolve)
     bound = bind_query(query, resolve)

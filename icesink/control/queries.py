@@ -19,7 +19,7 @@ from ..engine.tables import generated_name, is_engine_table, storage_name
 from ..grammar import render
 from ..grammar.render import identifier
 from .plans import GeneratorQueryPlan, IcebergQueryPlan, QueryPlan
-from .query import check_qualified_columns, expand_distinct_on_stars, table_refs, walk
+from .query import check_distinct_on_order, check_qualified_columns, expand_distinct_on_stars, table_refs, walk
 
 _SYSTEM_SCHEMAS = ("mz_catalog", "mz_internal")
 _RUNTIME = ("a query reads engine tables, system views, what Postgres sources replicate and load generators make, "
@@ -620,6 +620,7 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
                                   shows[0].show.name.pos)
         return _plan_iceberg_query(binder, stmt, refs)
     check_qualified_columns(stmt.query)
+    check_distinct_on_order(stmt.query)
     query = expand_distinct_on_stars(stmt.query, lambda ref: binder.relation(ref.name)[1])
     if any(_generator_of(binder, binder.find(ref.name)) for ref in refs if not ref.name.qualifier):
         if shows:

@@ -41,6 +41,36 @@ def walk(node) -> Iterator[object]:
             stack.extend(reversed(node))
 
 
+def check_distinct_on_order(query: ast.Query) -> None:
+    """Postgres's rule, which makes "each value's first row" say which row: a query's DISTINCT ON expressions, in any
+    order among themselves, lead its ORDER BY (which may stop before naming them all). An ordinal or an output's
+    name stands for the output's expression, as in Postgres's ORDER BY."""
+    for node in walk(query):
+        if not isinstance(node, ast.Query) or len(node.cores) != 1 or not node.cores[0].distinct_on:
+            continue
+        items = node.cores[0].items
+        aliases = {item.alias.value: item.expr for item in items if item.alias is not None}
+
+        def expression(expr):
+            if isinstance(expr, ast.Literal) and expr.type == "numeric" and str(expr.value).isdigit() and (
+                    1 <= int(expr.value) <= len(items)):
+                return items[int(expr.value) - 1].expr
+            if isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in aliases:
+                return aliases[expr.column]
+            return expr
+        on = [expression(expr) for expr in node.cores[0].distinct_on]
+        pending = list(range(len(on)))
+        for item in node.order_by:
+            if not pending:
+                break
+            found = expression(item.expr)
+            matched = [i for i, e in enumerate(on) if e == found or _same_column(e, found)]
+            if not matched:
+                raise PlanError("SELECT DISTINCT ON expressions must match initial ORDER BY expressions",
+                                getattr(node.cores[0].distinct_on[pending[0]], "pos", None))
+            pending = [i for i in pending if i not in matched]
+
+
 def table_refs(query: ast.Query) -> list[ast.TableRef]:
     return [n for n in walk(query) if isinstance(n, ast.TableRef)]
 
