@@ -233,7 +233,10 @@ def _from_scope(core: ast.SelectCore, resolve: Resolver, relations: list[Relatio
         else:
             bound = bind_query(item.query, resolve)
             relations.extend(bound.relations)
-            scope.add(item.alias.value, None, bound.columns)
+            # a subquery's unique key is a key of the rows it gives, as a table's primary key is of its rows
+            keyed = Relation("", item.alias.value, bound.columns, tuple(sorted(bound.unique_keys[0]))) if (
+                bound.columns is not None and bound.unique_keys) else None
+            scope.add(item.alias.value, keyed, bound.columns)
 
     for from_item in core.from_items:
         add(from_item.first)

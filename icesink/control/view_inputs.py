@@ -25,7 +25,7 @@ from ..grammar.parser import parse_statement
 from ..grammar.render import identifier
 from ..model.descriptors import ViewInput, ViewSide
 from .binder import KIND_WORDS, Binder
-from .query import table_refs
+from .query import table_refs, walk
 from .queries import generator_source, sqlite_sql
 
 CHANGES, TOUCHED, TOUCHED_ALIAS = "_icesink_changes", "_icesink_touched", "_icesink_t"
@@ -72,19 +72,27 @@ def _inputs_of(binder: Binder, view: CatalogObject, query: ast.Query, pos: int) 
         _refuse(view, "reads no relation", pos)
     found = []
     for index, item in enumerate(core.from_items):
-        found.append(_relation(binder, view, item.first, "FROM" if index == 0 else "INNER", pos))
+        found += _relations(binder, view, item.first, "FROM" if index == 0 else "INNER", pos)
         for join in item.joins:
             if join.kind in ("RIGHT", "FULL"):
                 _refuse(view, f"has a {join.kind} JOIN", pos)
             if join.using:
                 _refuse(view, "joins with USING (write the join's condition with ON)", pos)
-            found.append(_relation(binder, view, join.right, "LEFT" if join.kind == "LEFT" else "INNER", pos))
+            found += _relations(binder, view, join.right, "LEFT" if join.kind == "LEFT" else "INNER", pos)
     return found
+
+
+def _relations(binder: Binder, view: CatalogObject, ref, side: str, pos: int) -> list[Relation]:
+    """The relation `ref` names, or those a subquery in FROM reads (which the view's query is merged with, as with a
+    view it reads: a `WITH` query's common table expressions are such subqueries)."""
+    if isinstance(ref, ast.SubqueryRef):
+        return _inputs_of(binder, view, ref.query, pos)
+    return [_relation(binder, view, ref, side, pos)]
 
 
 def _relation(binder: Binder, view: CatalogObject, ref, side: str, pos: int) -> Relation:
     if not isinstance(ref, ast.TableRef) or ref.iceberg:
-        _refuse(view, "reads a subquery or table function in FROM" if not isinstance(ref, ast.TableRef)
+        _refuse(view, "reads a table function in FROM" if not isinstance(ref, ast.TableRef)
                 else "reads an ICEBERG table", pos)
     found = binder.find(ref.name)
     if found is None:
@@ -114,25 +122,26 @@ def _render(binder: Binder, view: CatalogObject, query: ast.Query, pos: int,
     the relations it reads. A view it reads is merged into it (its columns' expressions and conditions take its
     place) when it only filters, projects and joins; one that cannot be merged is refused."""
     relations = _inputs_of(binder, view, query, pos)
-    by_name = {r.alias: r for r in relations}
+    from_subqueries = any(isinstance(n, ast.SubqueryRef) for n in walk(query))
     tables = {} if tables is None else tables
 
     def name_table(inner: ast.TableRef, nested: bool = True) -> exp.Expression:
         alias = _alias(inner)
-        if alias.value not in by_name:  # a relation of a subquery
+        if not any(r.alias == alias.value for r in relations):  # a relation of a subquery in an expression
             _refuse(view, "has a subquery", pos)
-        found = by_name[alias.value].obj
+        found = _relation(binder, view, inner, "", pos).obj  # by its name: subqueries may reuse an alias
         if found.kind == "materialized-view" and nested:
             inner_tree, _ = _render(binder, view, parse_statement(found.descriptor.query_sql).query, pos, tables,
                                     top=False)
             return exp.Subquery(this=inner_tree, alias=exp.TableAlias(this=identifier(alias)))
         tables[storage_name(found.id)] = found
         return exp.Table(this=exp.to_identifier(storage_name(found.id)), alias=exp.TableAlias(this=identifier(alias)))
-    flat = render.query(query, lambda inner: name_table(inner, nested=False))
-    if flat.find(exp.Subquery, exp.Exists) or len(list(flat.find_all(exp.Select))) > 1:
-        _refuse(view, "has a subquery", pos)
-    if not any(r.obj.kind == "materialized-view" for r in relations):
-        return flat, relations
+    if not from_subqueries:
+        flat = render.query(query, lambda inner: name_table(inner, nested=False))
+        if flat.find(exp.Subquery, exp.Exists) or len(list(flat.find_all(exp.Select))) > 1:
+            _refuse(view, "has a subquery", pos)
+        if not any(r.obj.kind == "materialized-view" for r in relations):
+            return flat, relations
     tree = render.query(query, name_table)
     if not top:
         return tree, relations
@@ -151,10 +160,11 @@ def _merged(view: CatalogObject, tree: exp.Select, tables: dict[str, CatalogObje
     joins = tree.args.get("joins") or []
     for node, side in [(tree.args["from_"].this, "FROM"), *((j.this, j.side or "INNER") for j in joins)]:
         if not isinstance(node, exp.Table):
-            inner = next((r.obj for r in relations if r.alias == node.alias_or_name), None)
-            what = f"materialized view '{inner.name}'" if inner is not None else "a view"
-            _refuse(view, f"reads {what}, which it cannot be merged with (a view read by a view may filter, project "
-                    "and join, not group, aggregate or have DISTINCT or LIMIT)", pos)
+            inner = next((r.obj for r in relations if r.alias == node.alias_or_name
+                          and r.obj.kind == "materialized-view"), None)
+            what = f"reads materialized view '{inner.name}'" if inner is not None else "has a subquery in FROM"
+            _refuse(view, f"{what}, which it cannot be merged with (a view or subquery read by a view may filter, "
+                    "project and join, not group, aggregate or have DISTINCT or LIMIT)", pos)
         merged.append(Relation(node.alias_or_name, tables[node.name], "LEFT" if side == "LEFT" else side))
     if tree.find(exp.Subquery, exp.Exists):
         _refuse(view, "has a subquery", pos)
