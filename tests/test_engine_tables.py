@@ -518,6 +518,10 @@ def _duckdb_answer(session, sql: str) -> list[tuple]:
     "'2025-12-30 20:30:00'), EXTRACT(minute FROM TIMESTAMP '2025-12-30 20:30:00' - ts), ts::date - DATE '2025-12-25' "
     "FROM ev ORDER BY id",
     "SELECT u, string_agg(v, ',') FROM (SELECT u, v FROM ev WHERE id IN (1, 3, 4)) AS one GROUP BY u ORDER BY u",
+    "SELECT id, concat_ws('-', v, u, NULL), starts_with(v, 'a'), reverse(v), translate(v || 'abc', 'ab', 'B'), "
+    "ascii(v), make_date(2026, 1, id), gcd(id, 4), lcm(id, 4), round(cbrt(id * 8), 9) FROM ev ORDER BY id",
+    "SELECT u, round(stddev(id), 6), round(var_pop(id * 1.5), 6), round(stddev_pop(id), 6), round(variance(id), 6), "
+    "round(var_samp(id), 6), round(stddev_samp(id), 6) FROM ev GROUP BY u ORDER BY u",
 ])
 def test_distinct_on_intervals_typed_literals_and_extract_answer_as_another_evaluator_does(events_with_times, sql):
     events_with_times.execute("CREATE TABLE us (id int NOT NULL, name text, PRIMARY KEY (id)); "
@@ -525,6 +529,19 @@ def test_distinct_on_intervals_typed_literals_and_extract_answer_as_another_eval
     expected = _duckdb_answer(events_with_times, sql)
     assert expected  # the case says something
     assert rows(events_with_times, sql) == expected
+
+
+def test_postgres_functions_sqlite_lacks_answer_as_postgres_does(events_with_times):
+    assert rows(events_with_times, "SELECT initcap('hello wORLD-x1y o''neil'), octet_length('héllo'), "
+                                   "concat_ws(NULL, 'a'), make_date(2026, 2, 28)") == [
+        ("Hello World-X1y O'Neil", 6, None, "2026-02-28")]
+    assert error_of(events_with_times, "SELECT make_date(2026, 2, 30)").message == \
+        "date field value out of range: 2026-02-30"
+    events_with_times.execute("CREATE MATERIALIZED VIEW spread AS SELECT u, stddev(id) AS s, initcap(max(v)) AS "
+                              "top, starts_with(min(v), 'a') AS a FROM ev GROUP BY u")
+    assert [(r[0], r[2]) for r in rows(events_with_times, "SHOW COLUMNS FROM spread")] == [
+        ("u", "integer"), ("s", "numeric"), ("top", "text"), ("a", "boolean")]
+    assert error_of(events_with_times, "SELECT age(ts) FROM ev").message == "function age() is not supported yet"
 
 
 def test_computed_columns_keep_the_names_sqlite_gives_them_as_written(events_with_times):

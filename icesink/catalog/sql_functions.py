@@ -188,10 +188,116 @@ def _text(value) -> str:
     return str(value)
 
 
+def concat_ws(separator, *values):
+    """The values joined by `separator`, NULLs skipped; a NULL separator gives NULL."""
+    if separator is None:
+        return None
+    return _text(separator).join(_text(v) for v in values if v is not None)
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def initcap(text):
+    """Each word's first letter upper case and the rest lower, a word being a run of letters and digits."""
+    if text is None:
+        return None
+    return _WORD.sub(lambda m: m.group(0)[0].upper() + m.group(0)[1:].lower(), str(text))
+
+
+def starts_with(text, prefix):
+    if text is None or prefix is None:
+        return None
+    return int(_text(text).startswith(_text(prefix)))
+
+
+def octet_length(text):
+    return None if text is None else len(_text(text).encode())
+
+
+def reverse(text):
+    return None if text is None else _text(text)[::-1]
+
+
+def translate(text, source, target):
+    """Each character of `source` in `text` replaced by the one at its place in `target`, or removed past its end."""
+    if text is None or source is None or target is None:
+        return None
+    source, target = str(source), str(target)
+    table = {}
+    for i, char in enumerate(source):
+        table.setdefault(ord(char), target[i] if i < len(target) else None)
+    return str(text).translate(table)
+
+
+def ascii_code(text):
+    return None if text is None else (ord(str(text)[0]) if str(text) else 0)
+
+
+def make_date(year, month, day):
+    if None in (year, month, day):
+        return None
+    try:
+        return dt.date(int(year), int(month), int(day)).isoformat()
+    except ValueError:
+        raise ValueError(f"date field value out of range: {int(year)}-{int(month):02d}-{int(day):02d}") from None
+
+
+def gcd(a, b):
+    return None if a is None or b is None else math.gcd(int(a), int(b))
+
+
+def lcm(a, b):
+    return None if a is None or b is None else math.lcm(int(a), int(b))
+
+
+def cbrt(value):
+    if value is None:
+        return None
+    value = float(value)
+    return math.copysign(abs(value) ** (1 / 3), value)
+
+
+class _Spread:
+    """Postgres's variance and standard deviation aggregates (Welford's running mean: one pass, no cancellation);
+    `population`: divide by n rather than n - 1; `root`: the standard deviation. Fewer rows than the divisor needs
+    give NULL."""
+    population = root = False
+
+    def __init__(self):
+        self.n, self.mean, self.m2 = 0, 0.0, 0.0
+
+    def step(self, value):
+        if value is not None:
+            self.n += 1
+            delta = float(value) - self.mean
+            self.mean += delta / self.n
+            self.m2 += delta * (float(value) - self.mean)
+
+    def finalize(self):
+        divisor = self.n if self.population else self.n - 1
+        if divisor <= 0:
+            return None
+        variance = self.m2 / divisor
+        return math.sqrt(variance) if self.root else variance
+
+
+def _spread(population: bool, root: bool) -> type:
+    return type("Spread", (_Spread,), {"population": population, "root": root})
+
+
+# name in SQLite (as sqlglot writes Postgres's): the aggregate's class
+AGGREGATES = {"stddev": _spread(False, True), "stddev_samp": _spread(False, True), "stddev_pop": _spread(True, True),
+              "variance": _spread(False, False), "variance_pop": _spread(True, False)}
+
+
 # name in SQLite: (number of arguments, -1 for any; the function)
 FUNCTIONS = {
     "repeat": (2, repeat), "icesink_left": (2, left), "icesink_right": (2, right), "md5": (1, md5),
     "icesink_concat": (-1, concat), "lpad": (-1, lpad), "rpad": (-1, rpad), "split_part": (3, split_part),
     "icesink_date_trunc": (2, date_trunc), "icesink_row": (-1, row), "icesink_plus_interval": (3, plus_interval),
-    "date_part": (2, date_part),
+    "date_part": (2, date_part), "concat_ws": (-1, concat_ws), "initcap": (1, initcap),
+    "starts_with": (2, starts_with), "octet_length": (1, octet_length), "reverse": (1, reverse),
+    "translate": (3, translate), "ascii": (1, ascii_code), "make_date": (3, make_date), "gcd": (2, gcd),
+    "lcm": (2, lcm), "cbrt": (1, cbrt),
 }

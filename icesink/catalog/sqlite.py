@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import CatalogError
 from ..model.intervals import interval_text
 from .private import private_file
-from .sql_functions import FUNCTIONS as POSTGRES_FUNCTIONS
+from .sql_functions import AGGREGATES as POSTGRES_AGGREGATES, FUNCTIONS as POSTGRES_FUNCTIONS
 
 BUSY_SECONDS = 30
 
@@ -145,6 +145,8 @@ def add_functions(db: sqlite3.Connection) -> None:
         db.create_function(name, 2, sql_function(function), deterministic=True)
     for name, (arguments, function) in POSTGRES_FUNCTIONS.items():
         db.create_function(name, arguments, sql_function(function), deterministic=True)
+    for name, aggregate in POSTGRES_AGGREGATES.items():
+        db.create_aggregate(name, 1, aggregate)
 
 
 def connect_wal(path: Path) -> sqlite3.Connection:

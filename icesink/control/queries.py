@@ -607,7 +607,10 @@ def _refuse_call(name: str, arguments: int, problem: str, known: bool, pos: int)
 
 # Postgres's and Materialize's functions sqlglot does not know by name, which no query here runs yet
 _POSTGRES_ONLY = frozenset({"jsonb_agg", "json_agg", "list_agg", "jsonb_object_agg", "json_object_agg",
-                            "percentile_cont", "percentile_disc", "to_char", "regexp_match", "regexp_replace"})
+                            "percentile_cont", "percentile_disc", "to_char", "regexp_match", "regexp_replace",
+                            "age", "isfinite", "quote_ident", "quote_literal", "jsonb_build_object",
+                            "json_build_object", "make_timestamp", "make_interval", "date_bin", "justify_hours",
+                            "justify_interval", "array_to_string", "regexp_split_to_array", "jsonb_array_length"})
 
 
 def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | IcebergQueryPlan:

@@ -82,9 +82,11 @@ _MOMENTS = {"date", "timestamp", "timestamp with time zone"}
 _RANKS = {"row_number": "bigint", "rank": "bigint", "dense_rank": "bigint", "ntile": "integer",
           "percent_rank": "double precision", "cume_dist": "double precision"}
 _TEXT_FUNCTIONS = {"lower", "upper", "concat", "substr", "substring", "trim", "btrim", "ltrim", "rtrim",
-                   "replace", "md5", "left", "right", "lpad", "rpad", "initcap", "to_char", "format"}
+                   "replace", "md5", "left", "right", "lpad", "rpad", "initcap", "to_char", "format", "concat_ws",
+                   "reverse", "translate", "repeat", "split_part"}
 _PASSTHROUGH = {"min", "max", "abs", "coalesce", "nullif", "greatest", "least", "round", "floor", "ceil",
-                "date_trunc", "first_value", "last_value", "any_value"}
+                "date_trunc", "first_value", "last_value", "any_value", "gcd", "lcm"}
+_SPREADS = {"stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop"}
 
 
 class _Scope:
@@ -190,14 +192,20 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
             base = base_type(arg_types[0])
             return "bigint" if base in ("smallint", "integer") else (
                 "double precision" if base in ("real", "double precision") else "numeric")
-        if name == "avg" and arg_types:
+        if name in ("avg", *_SPREADS) and arg_types:
             return "double precision" if base_type(arg_types[0]) in ("real", "double precision") else "numeric"
         if name in _PASSTHROUGH and arg_types:
             return arg_types[-1] if name == "date_trunc" else arg_types[0]
         if name in _TEXT_FUNCTIONS:
             return "text"
-        if name in ("length", "char_length", "position", "strpos"):
+        if name in ("length", "char_length", "position", "strpos", "octet_length", "ascii"):
             return "integer"
+        if name == "starts_with":
+            return "boolean"
+        if name == "make_date":
+            return "date"
+        if name == "cbrt":
+            return "double precision"
         if name in ("now", "current_timestamp", "to_timestamp"):
             return "timestamp with time zone"
         if name in ("extract", "date_part"):
