@@ -520,6 +520,10 @@ def _duckdb_answer(session, sql: str) -> list[tuple]:
     "SELECT u, string_agg(v, ',') FROM (SELECT u, v FROM ev WHERE id IN (1, 3, 4)) AS one GROUP BY u ORDER BY u",
     "SELECT id, concat_ws('-', v, u, NULL), starts_with(v, 'a'), reverse(v), translate(v || 'abc', 'ab', 'B'), "
     "ascii(v), make_date(2026, 1, id), gcd(id, 4), lcm(id, 4), round(cbrt(id * 8), 9) FROM ev ORDER BY id",
+    "SELECT id, ts - TIMESTAMP '2025-12-25 00:00:00' > INTERVAL '30 days' FROM ev "
+    "ORDER BY ts - TIMESTAMP '2025-12-25 00:00:00' DESC NULLS FIRST, id",
+    "SELECT u, EXTRACT(epoch FROM max(ts - TIMESTAMP '2025-12-25 00:00:00')), EXTRACT(epoch FROM min(TIMESTAMP "
+    "'2026-03-01 00:00:00' - ts)) AS least FROM ev GROUP BY u ORDER BY least NULLS FIRST, u",
     "SELECT u, round(stddev(id), 6), round(var_pop(id * 1.5), 6), round(stddev_pop(id), 6), round(variance(id), 6), "
     "round(var_samp(id), 6), round(stddev_samp(id), 6) FROM ev GROUP BY u ORDER BY u",
 ])

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import CatalogError
-from ..model.intervals import interval_text
+from ..model.intervals import interval_parts, interval_text
 from .private import private_file
 from .sql_functions import AGGREGATES as POSTGRES_AGGREGATES, FUNCTIONS as POSTGRES_FUNCTIONS
 
@@ -139,6 +139,20 @@ FUNCTIONS = {"icesink_div": divide, "icesink_mod": modulo, "icesink_share": shar
              "icesink_add": add}
 
 
+INTERVAL_COLLATION = "icesink_interval"
+
+
+def compare_intervals(a: str, b: str) -> int:
+    """Two intervals' order by their length, as Postgres compares them (a month is 30 days, a day 24 hours); text
+    that is no interval compares as text."""
+    try:
+        (am, ad, au), (bm, bd, bu) = interval_parts(a), interval_parts(b)
+    except ValueError:
+        return (a > b) - (a < b)
+    length_a, length_b = (am * 30 + ad) * 86_400_000_000 + au, (bm * 30 + bd) * 86_400_000_000 + bu
+    return (length_a > length_b) - (length_a < length_b)
+
+
 def add_functions(db: sqlite3.Connection) -> None:
     """The functions a query of icesink's SQL calls in SQLite (Postgres's arithmetic and functions SQLite lacks)."""
     for name, function in FUNCTIONS.items():
@@ -147,6 +161,7 @@ def add_functions(db: sqlite3.Connection) -> None:
         db.create_function(name, arguments, sql_function(function), deterministic=True)
     for name, aggregate in POSTGRES_AGGREGATES.items():
         db.create_aggregate(name, 1, aggregate)
+    db.create_collation(INTERVAL_COLLATION, compare_intervals)
 
 
 def connect_wal(path: Path) -> sqlite3.Connection:

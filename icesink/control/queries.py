@@ -9,7 +9,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..catalog.schema import SCHEMA_OF_VIEW, VIEWS
-from ..catalog.sqlite import add_functions
+from ..catalog.sqlite import INTERVAL_COLLATION, add_functions
 from ..catalog.sql_functions import DATE_CUTS
 from ..errors import NotSupportedYet, PlanError
 from ..model.intervals import interval_parts, interval_text
@@ -110,14 +110,17 @@ def _named(stored: str | exp.Expression, ref: ast.TableRef) -> exp.Expression:
     return exp.Subquery(this=stored, alias=alias)
 
 
-def _postgres_arithmetic(tree: exp.Expression) -> exp.Expression:
-    """`/` and `%` as Postgres computes them (SQLite answers NULL for a division by zero); an output column keeps
-    the name SQLite gives the expression as written, whatever it is rewritten to here or in _postgres_functions."""
+def _names_kept(tree: exp.Expression) -> exp.Expression:
+    """Each output column with the name SQLite gives the expression as written, whatever sqlite_sql rewrites it to."""
     for select in tree.find_all(exp.Select):
         select.set("expressions", [e if isinstance(e, (exp.Alias, exp.Column, exp.Star)) or not e.find(*_REWRITTEN)
                                    else exp.alias_(e, e.sql(dialect="sqlite"), quoted=True)
                                    for e in select.expressions])
+    return tree
 
+
+def _postgres_arithmetic(tree: exp.Expression) -> exp.Expression:
+    """`/` and `%` as Postgres computes them (SQLite answers NULL for a division by zero)."""
     def replace(node: exp.Expression) -> exp.Expression:
         if isinstance(node, (exp.Div, exp.Mod)):
             return _division(node, replace)
@@ -305,6 +308,27 @@ def _interval_text(node: exp.Expression) -> str:
         raise PlanError(f'invalid input syntax for type interval: "{text}"') from None
 
 
+def _intervals_by_length(tree: exp.Expression) -> exp.Expression:
+    """What ORDER BY, `min` and `max` take that may be an interval (a difference, an interval cast or literal, or an
+    output that is one) compared by its length under INTERVAL_COLLATION, as Postgres compares intervals, rather than
+    as text ('9 days' after '10 days'). The collation compares text alone: a difference of numbers is unaffected."""
+    for select in list(tree.find_all(exp.Select)):
+        outputs = {item.alias: item.this for item in select.expressions if isinstance(item, exp.Alias)}
+
+        def may_be_interval(node: exp.Expression) -> bool:
+            while isinstance(node, exp.Paren):
+                node = node.this
+            if isinstance(node, exp.Column) and not node.table and node.name in outputs:
+                node = outputs[node.name]
+            return (isinstance(node, exp.Sub) and not _numbers_only(node)) or isinstance(node, exp.Interval) or (
+                isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.INTERVAL))
+        for operand in [node.this for node in select.find_all(exp.Max, exp.Min, exp.Ordered)]:
+            if may_be_interval(operand):
+                operand.replace(exp.Collate(this=exp.Paren(this=operand.copy()),
+                                            expression=exp.Var(this=INTERVAL_COLLATION)))
+    return tree
+
+
 def _moved_by_interval(node: exp.Add | exp.Sub, replace: Callable) -> exp.Expression | None:
     """`moment ± interval` (or `interval + moment`) as icesink_plus_interval computes it, which SQLite's own date
     functions cannot: they drop microseconds and a zone. None when neither operand is an interval literal."""
@@ -376,7 +400,7 @@ def sqlite_sql(tree: exp.Expression) -> str:
     for column in tree.find_all(exp.Column):
         column.set("db", None)
         column.set("catalog", None)
-    tree = _postgres_functions(_postgres_arithmetic(tree))
+    tree = _postgres_functions(_postgres_arithmetic(_intervals_by_length(_names_kept(tree))))
     for select in list(tree.find_all(exp.Select)):
         if select.args.get("distinct") is not None and select.args["distinct"].args.get("on") is not None:
             replaced = _distinct_on(select)
