@@ -524,6 +524,8 @@ def _duckdb_answer(session, sql: str) -> list[tuple]:
     "ORDER BY ts - TIMESTAMP '2025-12-25 00:00:00' DESC NULLS FIRST, id",
     "SELECT u, EXTRACT(epoch FROM max(ts - TIMESTAMP '2025-12-25 00:00:00')), EXTRACT(epoch FROM min(TIMESTAMP "
     "'2026-03-01 00:00:00' - ts)) AS least FROM ev GROUP BY u ORDER BY least NULLS FIRST, u",
+    "SELECT a.id, b.id FROM ev a JOIN ev b ON a.ts - TIMESTAMP '2026-01-01 00:00:00' > b.ts - TIMESTAMP "
+    "'2026-01-30 00:00:00' ORDER BY 1, 2",
     "SELECT u, round(stddev(id), 6), round(var_pop(id * 1.5), 6), round(stddev_pop(id), 6), round(variance(id), 6), "
     "round(var_samp(id), 6), round(stddev_samp(id), 6) FROM ev GROUP BY u ORDER BY u",
 ])

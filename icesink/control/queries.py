@@ -309,9 +309,10 @@ def _interval_text(node: exp.Expression) -> str:
 
 
 def _intervals_by_length(tree: exp.Expression) -> exp.Expression:
-    """What ORDER BY, `min` and `max` take that may be an interval (a difference, an interval cast or literal, or an
-    output that is one) compared by its length under INTERVAL_COLLATION, as Postgres compares intervals, rather than
-    as text ('9 days' after '10 days'). The collation compares text alone: a difference of numbers is unaffected."""
+    """What ORDER BY, `min`, `max` and a comparison of two differences take that may be an interval (a difference,
+    an interval cast or literal, or an output that is one) compared by its length under INTERVAL_COLLATION, as
+    Postgres compares intervals, rather than as text ('9 days' after '10 days'). The collation compares text alone:
+    a difference of numbers is unaffected."""
     for select in list(tree.find_all(exp.Select)):
         outputs = {item.alias: item.this for item in select.expressions if isinstance(item, exp.Alias)}
 
@@ -322,7 +323,13 @@ def _intervals_by_length(tree: exp.Expression) -> exp.Expression:
                 node = outputs[node.name]
             return (isinstance(node, exp.Sub) and not _numbers_only(node)) or isinstance(node, exp.Interval) or (
                 isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.INTERVAL))
-        for operand in [node.this for node in select.find_all(exp.Max, exp.Min, exp.Ordered)]:
+        operands = [node.this for node in select.find_all(exp.Max, exp.Min, exp.Ordered)]
+        # two differences compared (one with a literal compares epochs); a collation on one side alone would keep
+        # an index of the other from serving a join on a computed key (`w.id = e.user_id - 1`)
+        operands += [node.this for node in select.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)
+                     if may_be_interval(node.expression) and not _is_interval(node.this)
+                     and not _is_interval(node.expression)]
+        for operand in operands:
             if may_be_interval(operand):
                 operand.replace(exp.Collate(this=exp.Paren(this=operand.copy()),
                                             expression=exp.Var(this=INTERVAL_COLLATION)))
