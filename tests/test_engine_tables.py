@@ -454,6 +454,13 @@ def test_a_reader_that_read_a_replicated_table_from_the_start_exports_no_snapsho
      "SELECT DISTINCT ON expressions must match initial ORDER BY expressions", "u)"),
     ("SELECT * FROM (SELECT DISTINCT ON (u, v) id FROM ev ORDER BY v, id) AS s",
      "SELECT DISTINCT ON expressions must match initial ORDER BY expressions", "u,"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT id FROM ev WHERE v ~* '[[:letter:]]'",
+     "invalid regular expression: invalid character class [:letter:]", "'[[:"),
+    ("SELECT id, v !~ 'a(' FROM ev", "invalid regular expression: missing ), unterminated subpattern at position 1",
+     "'a("),
+    ("CREATE MATERIALIZED VIEW v AS SELECT id, u IS NOT TRUE FROM ev",
+     "argument of IS TRUE must be type boolean, not type integer", "IS NOT"),
+    ("SELECT substring(v FROM 2 FOR -1) FROM ev", "negative substring length not allowed", "-1"),
 ])
 def test_a_call_that_would_not_run_is_refused_where_it_is_written(events_with_times, sql, message, call):
     """A view's query is refused when it is created, not accepted and then failed by each batch of its sinks."""
@@ -528,6 +535,13 @@ def _duckdb_answer(session, sql: str) -> list[tuple]:
     "'2026-01-30 00:00:00' ORDER BY 1, 2",
     "SELECT u, round(stddev(id), 6), round(var_pop(id * 1.5), 6), round(stddev_pop(id), 6), round(variance(id), 6), "
     "round(var_samp(id), 6), round(stddev_samp(id), 6) FROM ev GROUP BY u ORDER BY u",
+    "SELECT id, (u > 1) IS TRUE, (v < 'c') IS NOT TRUE, (u = 1) IS FALSE, (u = 1) IS NOT FALSE, (v > 'b') IS UNKNOWN, "
+    "(v > 'b') IS NOT UNKNOWN FROM ev WHERE (ts > TIMESTAMP '2026-01-01 00:00:00') IS NOT TRUE ORDER BY id",
+    "SELECT id, position('b' IN v || 'b'), position('' IN v), position(v IN 'abcde'), position('x' IN (v)) FROM ev "
+    "ORDER BY id",
+    "SELECT id, substring(v || 'xyz' FROM 0 FOR 3), substring(v || 'xyz' FROM 2), substring(v || 'xyz' FOR 2), "
+    "substring(v || 'xyz' FROM u - 1 FOR 2), substring(v || 'xyz' FROM u), substring(ts::text FROM 12 FOR 5) FROM ev "
+    "ORDER BY id",
 ])
 def test_distinct_on_intervals_typed_literals_and_extract_answer_as_another_evaluator_does(events_with_times, sql):
     events_with_times.execute("CREATE TABLE us (id int NOT NULL, name text, PRIMARY KEY (id)); "
@@ -548,6 +562,42 @@ def test_postgres_functions_sqlite_lacks_answer_as_postgres_does(events_with_tim
     assert [(r[0], r[2]) for r in rows(events_with_times, "SHOW COLUMNS FROM spread")] == [
         ("u", "integer"), ("s", "numeric"), ("top", "text"), ("a", "boolean")]
     assert error_of(events_with_times, "SELECT age(ts) FROM ev").message == "function age() is not supported yet"
+
+
+def test_regular_expressions_match_as_postgres_matches(events_with_times):
+    """`~` finds the pattern anywhere, as Postgres's does (DuckDB's `~` must match the whole text), `.` takes a
+    newline and `$` is the end alone; Postgres's bracket classes and word boundaries read as Postgres reads them."""
+    assert rows(events_with_times, "SELECT 'abc' ~ 'b', 'abc' ~ '^b', 'ABC' ~ 'b', 'ABC' ~* 'b', 'abc' !~ 'b', "
+                                   "'ABC' !~* 'b', NULL ~ 'b', 'b' ~ NULL, E'abc\\n' ~ 'c$', E'a\\nb' ~ 'a.b', "
+                                   "'x1' ~ '^[[:alpha:]][[:digit:]]$', 'a_' ~ '^[^[:alpha:]_]', "
+                                   "'foo bar' ~ '\\mbar\\M', 'foobar' ~ '\\mbar'") == [
+        (1, 0, 0, 1, 0, 0, None, None, 0, 1, 1, 0, 1, 0)]
+    assert rows(events_with_times, "SELECT id, v ~ '[ab]', v !~* 'B' FROM ev WHERE v ~* '^[A-C]$' ORDER BY id") == [
+        (1, 1, 1), (2, 1, 0), (3, 0, 1)]
+    assert error_of(events_with_times, "SELECT v ~ ('(' || v) FROM ev").message == \
+        "invalid regular expression: missing ), unterminated subpattern at position 0"
+
+
+def test_substring_counts_from_a_start_before_1_as_postgres_does(events_with_times):
+    """The characters from start to start + count, of those there are: SQLite's substr (and DuckDB's) reads a negative
+    start from the end instead."""
+    assert rows(events_with_times, "SELECT substring('abcdef' FROM -1 FOR 3), substring('abcdef' FROM -2), "
+                                   "substr('abcdef', 0, 3), substring('abcdef' FOR 0)") == [("a", "abcdef", "ab", "")]
+    assert rows(events_with_times, "SELECT id, substr(v || 'xyz', u - 3, 3), substring(v || 'xyz' FROM 1 - u) FROM ev "
+                                   "ORDER BY id") == [
+        (1, "", "axyz"), (2, "", "bxyz"), (3, "c", "cxyz"), (4, None, None), (5, None, None)]
+
+
+def test_a_view_of_the_postgres_special_forms_is_typed_and_runs(events_with_times):
+    """IS TRUE, POSITION(… IN …), SUBSTRING(… FROM … FOR …) and `~` pass the check of calls at CREATE, have their
+    columns' types, and what SHOW CREATE keeps reads back to the same answers."""
+    events_with_times.execute("CREATE MATERIALIZED VIEW forms AS SELECT id, (u = 1) IS NOT TRUE AS t, "
+                              "position('b' IN v) AS p, substring(v || 'xyz' FROM u - 1 FOR 2) AS s, "
+                              "v ~* 'B' AS r FROM ev")
+    assert [(r[0], r[2]) for r in rows(events_with_times, "SHOW COLUMNS FROM forms")] == [
+        ("id", "integer"), ("t", "boolean"), ("p", "integer"), ("s", "text"), ("r", "boolean")]
+    assert rows(events_with_times, "SELECT * FROM forms ORDER BY id") == [
+        (1, 0, 0, "a", 0), (2, 0, 1, "b", 1), (3, 1, 0, "cx", 0), (4, 1, None, None, None), (5, 1, 0, None, 0)]
 
 
 def test_computed_columns_keep_the_names_sqlite_gives_them_as_written(events_with_times):

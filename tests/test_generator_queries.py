@@ -51,6 +51,20 @@ def test_a_query_joining_load_generators_with_tables_reads_the_generators_rows_k
         _plain(rows(session, "SELECT count(*), sum(l_extendedprice) FROM lineitem"))
 
 
+def test_the_postgres_special_forms_answer_alike_on_spark_and_in_sqlite(session, spark):
+    """Over a generator alone Spark runs the query, joined with a table SQLite does: IS TRUE, position, substring
+    (from a start before 1 too, which Spark and SQLite would each count otherwise) and ~, ~* give one answer."""
+    session.execute(SOURCES + "CREATE TABLE picks (n bigint); INSERT INTO picks VALUES (3);")
+    forms = ("SELECT n_nationkey, n_name ~ 'AN', n_name ~* '^a', n_name !~ 'I', n_name !~* 'i', position('A' IN n_name), "
+             "substring(n_name FROM 0 FOR 3), substring(n_name FROM n_regionkey - 2 FOR 4), "
+             "substring(n_name FROM n_regionkey - 3), (n_regionkey > 2) IS TRUE, (n_regionkey > 2) IS NOT FALSE "
+             "FROM nation")
+    alone = rows(session, forms + " ORDER BY n_nationkey")
+    joined = rows(session, forms + " JOIN picks ON n = 3 ORDER BY n_nationkey")
+    assert len(alone) == 25 and alone[1][1:7] == (False, True, False, False, 1, "AR")  # ARGENTINA
+    assert [tuple(int(v) if isinstance(v, bool) else v for v in row) for row in alone] == joined
+
+
 def _plain(found: list[tuple]) -> list[tuple]:
     """SQLite's answer and Spark's in one form: SQLite sums numerics as doubles and shows dates as text."""
     return [tuple(round(float(v), 2) if isinstance(v, (float, Decimal)) else str(v) for v in row) for row in found]

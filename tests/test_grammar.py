@@ -40,6 +40,20 @@ def test_identifiers_fold_unless_quoted_and_keywords_stay_names():
     assert parse_statement("CREATE SOURCE g FROM LOAD GENERATOR COUNTER (UP TO 10)").options[0].name == "UP TO"
 
 
+def test_postgres_special_forms_read_as_the_calls_and_predicates_they_mean():
+    items = [i.expr for i in parse_statement(
+        "SELECT position('b' IN v), position('b' IN (v)), substring(v FROM 2 FOR 3), substring(v FOR 3 FROM 2), "
+        "substring(v FOR 3), x IS NOT TRUE, x IS UNKNOWN, v !~* 'a', EXTRACT(hour FROM ts), bool_or(v IN ('a'))"
+    ).query.cores[0].items]
+    calls = [(i.name.value, len(i.args)) for i in items if isinstance(i, ast.FunctionCall)]
+    assert calls == [("strpos", 2), ("strpos", 2), ("substring", 3), ("substring", 3), ("substring", 3),
+                     ("date_part", 2), ("bool_or", 1)]
+    assert items[0] == items[1] and items[2] == items[3] and items[0].args[1].value == "b"
+    assert items[4].args[1] == ast.Literal("1", "numeric")
+    predicates = [(i.kind, i.negated, getattr(i.operands[1], "value", None)) for i in items[5:8]]
+    assert predicates == [("is", True, True), ("is", False, None), ("iregex", True, "a")]
+
+
 def test_partition_by_before_or_after_mode_and_casts():
     before = parse_statement("CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION c (NAMESPACE 'n', TABLE 't') KEY (id) PARTITION BY (day(ts)) MODE UPSERT WITH (COMMIT INTERVAL '1s')")
     after = parse_statement("CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION c (NAMESPACE 'n', TABLE 't') KEY (id) MODE UPSERT PARTITION BY (day(ts)) WITH (COMMIT INTERVAL '1s')")
@@ -91,6 +105,10 @@ HAND_WRITTEN = [
     ("CREATE SECRET a AS 'x';\n\nCREATE CONNECTION c TO ICEBERG CATALOG (\n    CATALOG TYPE = 'rest',\n    URI = 'http://x'\n);", 5, 5, "expected a connection option such as URL or WAREHOUSE, found 'URI'"),
     ("CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION c (NAMESPACE 'a', TABLE 'b') KEY (id) ENFORCED NOT MODE UPSERT", 1, 101, "found 'NOT'"),
     ("CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION c (NAMESPACE 'a', TABLE 'b') PARTITION BY (bucket(16, a, b)) MODE APPEND", 1, 97, "takes one column and at most one number"),
+    ("SELECT foo(a IN b)", 1, 14, "only POSITION takes (substring IN text), not foo"),
+    ("SELECT trim('x' FROM b)", 1, 17, "not trim"),
+    ("SELECT extract(1 FROM ts)", 1, 16, "EXTRACT takes a field name such as hour or epoch before FROM"),
+    ("SELECT a IS NOT MAYBE", 1, 17, "expected DISTINCT, FALSE, NULL, TRUE or UNKNOWN, found 'MAYBE'"),
 ]
 
 

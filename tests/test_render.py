@@ -45,6 +45,8 @@ TABLE_QUERIES = [
     "SELECT a.id, b.id FROM orders a JOIN orders b ON a.customer = b.customer AND a.id < b.id ORDER BY 1, 2",
     "SELECT a.id FROM orders a LEFT JOIN orders b ON b.id = a.id + 10 WHERE b.id IS NULL ORDER BY 1",
     "SELECT id FROM orders WHERE customer IS DISTINCT FROM 'ada' ORDER BY id DESC",
+    "SELECT id, position('a' IN customer), substring(customer FROM 2 FOR 2), substring(customer FOR 1), "
+    "(amount > 5) IS TRUE, (note > 'x') IS NOT FALSE, (note > 'x') IS UNKNOWN FROM orders ORDER BY id",
 ]
 
 
@@ -80,6 +82,21 @@ def test_rendered_postgres_text_reads_back_to_the_same_tree(text):
     once = render.stored_sql(render.query(parse_statement(text).query))
     again = render.stored_sql(render.query(parse_statement(once).query))
     assert once == again
+
+
+def test_regular_expressions_and_negations_read_back_and_render_for_spark():
+    """`~*` is RLIKE with Java's (?i); substring's literal bounds are worked out for Spark, which reads a start of 0
+    as 1; a negated predicate keeps its parentheses inside a comparison."""
+    text = ("SELECT a ~ 'x', a !~* 'y', (a !~ b) < c, substring(a FROM 0 FOR 3), substring(a FROM n FOR 2), "
+            "b ~* c FROM t")
+    once = render.stored_sql(render.query(parse_statement(text).query))
+    assert once == ("SELECT a ~ 'x', NOT a ~* 'y', (NOT a ~ b) < c, SUBSTRING(a, 0, 3), SUBSTRING(a, n, 2), b ~* c "
+                    "FROM t")
+    assert render.stored_sql(render.query(parse_statement(once).query)) == once
+    assert render.spark_sql(render.query(parse_statement(text).query)) == (
+        "SELECT a RLIKE 'x', NOT a RLIKE '(?i)y', (NOT a RLIKE b) < c, SUBSTRING(a, 1, 2), "
+        "CASE WHEN (n) < 1 THEN SUBSTRING(a, 1, (n) + (2) - 1) ELSE SUBSTRING(a, n, 2) END, "
+        "b RLIKE CONCAT('(?i)', c) FROM t")
 
 
 def test_a_long_chain_renders_without_needless_parentheses():

@@ -8,7 +8,9 @@ import datetime as dt
 import hashlib
 import math
 import re
+from functools import lru_cache
 
+from ..model.substrings import substring_span
 from ..model.intervals import interval_parts, plus_interval
 
 
@@ -68,6 +70,68 @@ def split_part(text, delimiter, index):
         raise ValueError("field position must not be zero")
     chosen = index - 1 if index > 0 else len(parts) + index
     return parts[chosen] if 0 <= chosen < len(parts) else ""
+
+
+def substring(text, start, *count):
+    """substring(text, start[, count]), counting as Postgres does where start < 1 (SQLite's substr counts a negative
+    start from the end): the characters from `start` to `start + count`, of those the text has."""
+    if text is None or start is None or None in count:
+        return None
+    begin, length = substring_span(int(start), int(count[0]) if count else None)
+    text = _text(text)
+    return text[begin - 1:] if length is None else text[begin - 1:begin - 1 + length]
+
+
+def regex_match(text, pattern):
+    """`text ~ pattern`: whether the pattern matches anywhere in the text."""
+    return _matches(text, pattern, 0)
+
+
+def regex_match_insensitive(text, pattern):
+    """`text ~* pattern`."""
+    return _matches(text, pattern, re.IGNORECASE)
+
+
+def _matches(text, pattern, flags: int):
+    if text is None or pattern is None:
+        return None
+    return int(postgres_regex(_text(pattern), flags).search(_text(text)) is not None)
+
+
+# Postgres's bracket classes ([[:digit:]]), which Python's re would read as a set of their letters, as Python's
+_CLASSES = {"alpha": r"[^\W\d_]", "digit": r"\d", "alnum": r"[^\W_]", "upper": "[A-Z]", "lower": "[a-z]",
+            "space": r"\s", "blank": r"[ \t]", "punct": r"[!-/:-@\[-`{-~]", "xdigit": "[0-9A-Fa-f]", "word": r"\w",
+            "cntrl": r"[\x00-\x1f\x7f]", "print": r"[\x20-\x7e]", "graph": r"[\x21-\x7e]"}
+# Postgres's escapes Python spells otherwise: word boundaries, and the end of the text (Python's `$` also matches
+# before a final newline, Postgres's only at the end)
+_ESCAPES = {r"\y": r"\b", r"\Y": r"\B", r"\m": r"\b(?=\w)", r"\M": r"\b(?<=\w)", "$": r"\Z"}
+_REGEX_PART = re.compile(r"\\.|\[\^?\]?(?:\[:\w+:\]|[^\]])*\]|[^\\\[]|.", re.S)
+
+
+@lru_cache(maxsize=256)
+def postgres_regex(pattern: str, flags: int = 0) -> re.Pattern:
+    """A Postgres regular expression compiled by Python's re, as Postgres reads it by default: `.` matches a
+    newline, `$` only the end. Raises ValueError, in Postgres's words, for a pattern neither can read."""
+    parts = [_ESCAPES.get(p) or (_bracket(p) if "[:" in p[1:] else p) for p in _REGEX_PART.findall(pattern)]
+    try:
+        return re.compile("".join(parts), flags | re.DOTALL)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression: {exc}") from None
+
+
+def _bracket(part: str) -> str:
+    """A bracket expression with classes as an alternation of the rest and the classes (`[^…]`: none of them)."""
+    negated = part.startswith("[^")
+    body = part[2 if negated else 1:-1]
+    choices = []
+    for name in re.findall(r"\[:(\w+):\]", body):
+        if name not in _CLASSES:
+            raise ValueError(f"invalid regular expression: invalid character class [:{name}:]")
+        choices.append(_CLASSES[name])
+    rest = re.sub(r"\[:\w+:\]", "", body)
+    choices += [f"[{rest}]"] if rest else []
+    either = "|".join(choices)
+    return f"(?:(?!{either})[\\s\\S])" if negated else f"(?:{either})"
 
 
 _TIMESTAMP = re.compile(r"^(\d{4,})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(\.\d+)?)?(.*)$")
@@ -300,4 +364,6 @@ FUNCTIONS = {
     "starts_with": (2, starts_with), "octet_length": (1, octet_length), "reverse": (1, reverse),
     "translate": (3, translate), "ascii": (1, ascii_code), "make_date": (3, make_date), "gcd": (2, gcd),
     "lcm": (2, lcm), "cbrt": (1, cbrt),
+    "icesink_substring": (-1, substring), "icesink_regex": (2, regex_match),
+    "icesink_iregex": (2, regex_match_insensitive),
 }

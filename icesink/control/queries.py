@@ -10,9 +10,10 @@ from sqlglot import exp
 
 from ..catalog.schema import SCHEMA_OF_VIEW, VIEWS
 from ..catalog.sqlite import INTERVAL_COLLATION, add_functions
-from ..catalog.sql_functions import DATE_CUTS
+from ..catalog.sql_functions import DATE_CUTS, postgres_regex
 from ..errors import NotSupportedYet, PlanError
 from ..model.intervals import interval_parts, interval_text
+from ..model.substrings import substring_span
 from ..grammar import ast
 from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
 from ..engine.tables import generated_name, is_engine_table, storage_name
@@ -130,7 +131,7 @@ def _postgres_arithmetic(tree: exp.Expression) -> exp.Expression:
 
 # the nodes sqlite_sql writes otherwise than sqlglot's SQLite would
 _REWRITTEN = (exp.Div, exp.Mod, exp.Add, exp.Sub, exp.Cast, exp.Interval, exp.Anonymous, exp.TimestampTrunc,
-              exp.DateTrunc)
+              exp.DateTrunc, exp.Substring, exp.RegexpLike, exp.RegexpILike)
 
 
 # what an operand may hold to be written twice over: SQLite computes it again, at once and with no side effect
@@ -170,7 +171,9 @@ _FUNCTION_NAMES = {exp.Repeat: ("repeat", ("this", "times")), exp.Left: ("icesin
                    exp.Right: ("icesink_right", ("this", "expression")), exp.MD5: ("md5", ("this",)),
                    exp.Concat: ("icesink_concat", ("expressions",)),
                    exp.SplitPart: ("split_part", ("this", "delimiter", "part_index")),
-                   exp.Pad: (None, ("this", "expression", "fill_pattern"))}
+                   exp.Pad: (None, ("this", "expression", "fill_pattern")),
+                   exp.RegexpLike: ("icesink_regex", ("this", "expression")),
+                   exp.RegexpILike: ("icesink_iregex", ("this", "expression"))}
 
 
 def _arguments(node: exp.Expression, names: tuple[str, ...]) -> list[exp.Expression]:
@@ -201,6 +204,8 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
             return moved if moved is not None else _text_arithmetic(node, replace)
         if isinstance(node, exp.Cast):
             return _cast(node, replace)
+        if isinstance(node, exp.Substring):
+            return _substring(node, replace)
         if isinstance(node, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)) and (
                 _is_interval(node.this) or _is_interval(node.expression)):
             # intervals compare by their length: both sides' epochs (a literal's, and a `ts - ts` one's)
@@ -246,6 +251,20 @@ def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
     if to.is_type(exp.DataType.Type.BOOLEAN):
         return exp.Cast(this=value, to=exp.DataType.build("int"))
     return exp.Cast(this=value, to=to)
+
+
+def _substring(node: exp.Substring, replace: Callable) -> exp.Expression:
+    """substring (and substr) as Postgres counts: SQLite's own where the bounds are literals (worked out here by
+    substring_span, as for Spark), else by icesink_substring, since SQLite reads a negative start from the
+    end."""
+    text, start, count = (node.args.get(k) for k in ("this", "start", "length"))
+    fixed = render.integer_literal(start), render.integer_literal(count) if count is not None else None
+    if fixed[0] is not None and (count is None or (fixed[1] is not None and fixed[1] >= 0)):
+        begin, length = substring_span(*fixed)
+        return exp.Substring(this=text.transform(replace), start=exp.Literal.number(begin),
+                             length=None if length is None else exp.Literal.number(length))
+    return exp.Anonymous(this="icesink_substring", expressions=[a.transform(replace) for a in (text, start, count)
+                                                                if a is not None])
 
 
 def _text_arithmetic(node: exp.Add | exp.Sub, replace: Callable) -> exp.Expression:
@@ -503,7 +522,7 @@ def _plan_iceberg_query(binder: Binder, stmt: ast.Select, refs: list[ast.TableRe
     def name_table(ref: ast.TableRef) -> exp.Table:
         return exp.Table(this=exp.to_identifier(names[id(ref)]),
                          alias=exp.TableAlias(this=identifier(ref.name.parts[-1])))
-    return IcebergQueryPlan(render.query(stmt.query, name_table).sql(dialect="spark"), views)
+    return IcebergQueryPlan(render.spark_sql(render.query(stmt.query, name_table)), views)
 
 
 def generator_source(binder: Binder, obj):
@@ -558,7 +577,7 @@ def _plan_generator_query(tree: exp.Expression, relations: dict) -> GeneratorQue
         if isinstance(select, exp.Select):
             select.set("expressions", [e if isinstance(e, (exp.Alias, exp.Column, exp.Star)) else
                                        exp.alias_(e, e.sql(), quoted=True) for e in select.expressions])
-    return GeneratorQueryPlan(tree.sql(dialect="spark"), {generated_name(i): obj for i, obj in relations.items()})
+    return GeneratorQueryPlan(render.spark_sql(tree), {generated_name(i): obj for i, obj in relations.items()})
 
 
 def _with_shows(binder: Binder, name_table: Callable) -> Callable:
@@ -590,17 +609,35 @@ def check_functions(query, materialized: bool = False) -> None:
     arguments), so that a view is refused when it is created rather than failing each batch; in a materialized
     view, a function Materialize cannot materialize either."""
     for call in walk(query):
+        if isinstance(call, ast.Predicate) and call.kind in ("regex", "iregex"):
+            _check_pattern(call.operands[1])
         if not isinstance(call, ast.FunctionCall) or call.name.value == "[]":
             continue
         name, pos = call.name.value, call.name.pos
         if name == "mz_now":
             raise NotSupportedYet("mz_now() is not supported yet: icesink's views keep no temporal filters", pos)
+        if name in ("substring", "substr") and len(call.args) == 3 and _negative(call.args[2]):
+            raise PlanError("negative substring length not allowed", call.args[2].pos)
         if materialized and name in UNMATERIALIZABLE:
             raise PlanError(f"cannot materialize call to {name}(): its value changes while the view's inputs "
                             "do not", pos)
         problem, known = _tried_alone(name, len(call.args), call.distinct, call.star, call.over is not None)
         if problem is not None:
             _refuse_call(name, len(call.args), problem, known, pos)
+
+
+def _negative(value) -> bool:
+    return (isinstance(value, ast.UnaryOp) and value.op == "-" and isinstance(value.operand, ast.Literal)
+            and value.operand.type == "numeric" and float(value.operand.value) > 0)
+
+
+def _check_pattern(pattern) -> None:
+    """A literal pattern of `~` that Postgres could not read is refused where it is written, not by each row."""
+    if isinstance(pattern, ast.Literal) and pattern.type == "text":
+        try:
+            postgres_regex(pattern.value)
+        except ValueError as exc:
+            raise PlanError(str(exc), pattern.pos) from None
 
 
 @lru_cache(maxsize=1024)

@@ -166,9 +166,11 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         inner = _expr_type(expr.operand, scope, resolve)
         return "boolean" if expr.op == "NOT" else inner
     if isinstance(expr, ast.Predicate):
-        for operand in expr.operands:
-            if not isinstance(operand, ast.Subquery):
-                _expr_type(operand, scope, resolve)
+        types = [_expr_type(o, scope, resolve) for o in expr.operands if not isinstance(o, ast.Subquery)]
+        if expr.kind == "is" and base_type(types[0]) not in ("boolean", UNKNOWN) and not (
+                isinstance(expr.operands[0], ast.Literal) and expr.operands[0].type == "text"):
+            truth = {True: "TRUE", False: "FALSE", None: "UNKNOWN"}[expr.operands[1].value]
+            raise PlanError(f"argument of IS {truth} must be type boolean, not type {types[0]}", expr.pos)
         return "boolean"
     if isinstance(expr, ast.Case):
         types = [_expr_type(then, scope, resolve) for _, then in expr.whens]

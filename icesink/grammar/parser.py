@@ -43,7 +43,7 @@ _CATEGORIES = (
 _TERMINAL_WORDS = {
     "IDENT": "a name", "QUOTED_IDENT": "a name", "STRING": "a string literal", "NUMBER": "a number",
     "COMPARISON": "a comparison operator", "SUM_OP": "an operator", "PRODUCT_OP": "an operator",
-    "SIGN": "a sign", "$END": "the end of the statement",
+    "SIGN": "a sign", "REGEX_MATCH": "an operator", "$END": "the end of the statement",
 }
 _STATEMENT_KINDS = ("CREATE MATERIALIZED VIEW", "SHOW REDACTED CREATE", "ALTER SYSTEM SET")
 

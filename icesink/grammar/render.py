@@ -11,10 +11,12 @@ from typing import Callable, Optional
 from sqlglot import exp
 from sqlglot.dialects.dialect import rename_func
 from sqlglot.dialects.postgres import Postgres
+from sqlglot.dialects.spark import Spark as SparkDialect
 from sqlglot.errors import ParseError
 from sqlglot.expressions import apply_index_offset
 
 from ..errors import PlanError
+from ..model.substrings import substring_span
 from . import ast
 from .masking import CREDENTIAL_OPTIONS, REDACTED
 
@@ -44,6 +46,54 @@ class Stored(Postgres):
 def stored_sql(tree: exp.Expression) -> str:
     """A tree as the text icesink keeps and shows (SHOW CREATE, a view's definition)."""
     return tree.sql(dialect=Stored)
+
+
+def integer_literal(node: Optional[exp.Expression]) -> Optional[int]:
+    """The value of `3` or `-3` as sqlglot holds them; None for anything else."""
+    if isinstance(node, exp.Neg):
+        inner = integer_literal(node.this)
+        return None if inner is None else -inner
+    return int(node.name) if isinstance(node, exp.Literal) and node.is_int else None
+
+
+def _spark_substring(self, node: exp.Substring) -> str:
+    """substring as Postgres counts (Spark reads a start of 0 as 1, and a negative one from the end): worked out
+    here for literal bounds, else the start below 1 moved to 1 and the count shortened to match."""
+    text, start, count = node.this, node.args.get("start"), node.args.get("length")
+    fixed = integer_literal(start), integer_literal(count) if count is not None else None
+    if fixed[0] is not None and (count is None or (fixed[1] is not None and fixed[1] >= 0)):
+        begin, length = substring_span(*fixed)
+        return self.func("SUBSTRING", text, exp.Literal.number(begin),
+                         None if length is None else exp.Literal.number(length))
+    low = exp.Anonymous(this="SUBSTRING", expressions=[text.copy(), exp.Literal.number(1)] + (
+        [] if count is None else [exp.Sub(this=exp.Add(this=exp.paren(start.copy()), expression=exp.paren(count.copy())),
+                                          expression=exp.Literal.number(1))]))
+    high = exp.Anonymous(this="SUBSTRING", expressions=[text, start] + ([] if count is None else [count]))
+    return self.sql(exp.Case(ifs=[exp.If(this=exp.LT(this=exp.paren(start.copy()), expression=exp.Literal.number(1)),
+                                         true=low)], default=high))
+
+
+def _spark_iregex(self, node: exp.RegexpILike) -> str:
+    """`~*`: Spark's RLIKE with the pattern made case-insensitive, as Java's regular expressions write it."""
+    pattern = node.expression
+    flagged = (exp.Literal.string("(?i)" + pattern.name) if isinstance(pattern, exp.Literal) and pattern.is_string
+               else exp.Concat(expressions=[exp.Literal.string("(?i)"), pattern]))
+    return self.sql(exp.RegexpLike(this=node.this, expression=flagged))
+
+
+class Spark(SparkDialect):
+    """Spark SQL, with Postgres's meaning where Spark's functions of the same name differ."""
+
+    class Generator(SparkDialect.Generator):
+        TRANSFORMS = {**SparkDialect.Generator.TRANSFORMS, exp.Substring: _spark_substring,
+                      exp.RegexpILike: _spark_iregex}
+
+
+def spark_sql(tree: exp.Expression) -> str:
+    """A tree as Spark runs it (Iceberg tables, load generators)."""
+    return tree.sql(dialect=Spark)
+
+
 _SET_OPERATIONS = {"UNION": exp.Union, "EXCEPT": exp.Except, "INTERSECT": exp.Intersect}
 
 
@@ -56,8 +106,8 @@ def _precedence(node) -> int:
         return _BINARY[node.op][0] if node.op in _BINARY else _JSON
     if isinstance(node, ast.UnaryOp):
         return _NOT if node.op == "NOT" else _UNARY
-    if isinstance(node, ast.Predicate):
-        return _NOT if node.negated and node.kind == "exists" else _PREDICATE
+    if isinstance(node, ast.Predicate):  # a negated one is written NOT …, which binds as loosely as NOT
+        return _NOT if node.negated and node.kind != "is_distinct" else _PREDICATE
     return _ATOM
 
 
@@ -113,6 +163,11 @@ def _predicate(node: ast.Predicate) -> exp.Expression:
         built = exp.Exists(this=query(ops[0].query))
     elif node.kind == "is_null":
         built = exp.Is(this=_operand(ops[0], _PREDICATE), expression=exp.Null())
+    elif node.kind == "is":  # IS TRUE, IS FALSE; IS UNKNOWN, which is IS NULL of a boolean
+        built = exp.Is(this=_operand(ops[0], _PREDICATE), expression=expression(ops[1]))
+    elif node.kind in ("regex", "iregex"):
+        cls = exp.RegexpLike if node.kind == "regex" else exp.RegexpILike
+        built = cls(this=_operand(ops[0], _PREDICATE), expression=_operand(ops[1], _PREDICATE, True))
     elif node.kind == "is_distinct":
         cls = exp.NullSafeEQ if node.negated else exp.NullSafeNEQ
         return cls(this=_operand(ops[0], _PREDICATE), expression=_operand(ops[1], _PREDICATE, True))

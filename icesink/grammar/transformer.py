@@ -689,6 +689,20 @@ class AstBuilder(Transformer_NonRecursive):
         operands = self._strip(c)
         return ast.Predicate("is_distinct", tuple(operands), self._negated(c))
 
+    def truth_value(self, c):
+        value = {"TRUE": True, "FALSE": False}.get(str(c[0]).upper())  # UNKNOWN: the null boolean
+        return ast.Literal(value, "null" if value is None else "boolean", c[0].start_pos)
+
+    def is_truth(self, c):
+        """IS [NOT] TRUE, FALSE or UNKNOWN: never NULL, unlike `= true`."""
+        return ast.Predicate("is", (c[0], c[-1]), self._negated(c), c[1].start_pos)
+
+    def regex_match(self, c):
+        """`~`, `~*` (case-insensitive) and their negations `!~`, `!~*`."""
+        op = str(c[1])
+        return ast.Predicate("iregex" if op.endswith("*") else "regex", (c[0], c[2]), op.startswith("!"),
+                             c[1].start_pos)
+
     def like_operator(self, c):
         return ("like_op", str(c[0]).lower())
 
@@ -746,15 +760,34 @@ class AstBuilder(Transformer_NonRecursive):
         kind = self.data_type(c[:-1])
         return ast.Cast(ast.Literal(unquote_string(c[-1]), "text", c[-1].start_pos), kind, kind.pos)
 
-    def extract_call(self, c):
-        """EXTRACT(field FROM value), which Postgres computes as date_part('field', value)."""
-        function, field, value = c[0], c[1], c[-1]
-        if make_name(function).value != "extract":
-            raise SyntaxRuleError(f"only EXTRACT takes (field FROM value), not {function}",
-                                  field.start_pos)
-        text = unquote_string(field) if field.type == "STRING" else make_name(field).value
-        return ast.FunctionCall(ast.Name("date_part", pos=function.start_pos),
-                                (ast.Literal(text.lower(), "text", field.start_pos), value))
+    def keyword_call(self, c):
+        """EXTRACT(field FROM value), which Postgres computes as date_part('field', value); SUBSTRING(text FROM start
+        FOR count), either part left out or the two in either order, as substring(text, start, count)."""
+        function, first = make_name(c[0]), c[1]
+        parts = {str(c[i]).upper(): c[i + 1] for i in range(2, len(c) - 1, 2)}
+        if function.value == "extract" and set(parts) == {"FROM"}:
+            if isinstance(first, ast.ColumnRef) and len(first.parts) == 1:
+                field = first.parts[0].value
+            elif isinstance(first, ast.Literal) and first.type == "text":
+                field = first.value
+            else:
+                raise SyntaxRuleError("EXTRACT takes a field name such as hour or epoch before FROM",
+                                      getattr(first, "pos", function.pos))
+            return ast.FunctionCall(ast.Name("date_part", pos=function.pos),
+                                    (ast.Literal(field.lower(), "text", first.pos), parts["FROM"]))
+        if function.value == "substring":
+            start = parts.get("FROM", ast.Literal("1", "numeric"))
+            return ast.FunctionCall(function, (first, start, *([parts["FOR"]] if "FOR" in parts else ())))
+        words = " … ".join(parts)
+        raise SyntaxRuleError(f"only EXTRACT (field FROM value) and SUBSTRING (text FROM start FOR count) take "
+                              f"(… {words} …), not {function}", c[2].start_pos)
+
+    def in_call(self, c):
+        """POSITION(substring IN text), which Postgres computes as strpos(text, substring)."""
+        function = make_name(c[0])
+        if function.value != "position":
+            raise SyntaxRuleError(f"only POSITION takes (substring IN text), not {function}", c[2].start_pos)
+        return ast.FunctionCall(ast.Name("strpos", pos=function.pos), (c[3], c[1]))
 
     def interval_literal(self, c):
         return ast.Literal(unquote_string(c[1]), "interval", c[0].start_pos)
@@ -778,6 +811,11 @@ class AstBuilder(Transformer_NonRecursive):
         args = [x for x in rest if isinstance(x, tuple) and x[0] == "args"]
         filt = [x[1] for x in rest if isinstance(x, tuple) and x[0] == "filter"]
         over = next((x for x in rest if isinstance(x, ast.Window)), None)
+        if name.value == "position" and not star and args and len(args[0][1]) == 1 and not (filt or over):
+            found = args[0][1][0]  # `position(a IN (b))`: the grammar read an IN list of one (see `predicate`)
+            if isinstance(found, ast.Predicate) and found.kind == "in" and not found.negated and len(
+                    found.operands) == 2:
+                return ast.FunctionCall(ast.Name("strpos", pos=name.pos), found.operands[::-1])
         return ast.FunctionCall(name, args[0][1] if args else (), bool(args) and args[0][2], star,
                                 filt[0] if filt else None, over)
 
