@@ -22,6 +22,7 @@ from .view_inputs import (CHANGES, OFFSET, TOUCHED, TOUCHED_ALIAS, TS, Relation,
                           group_column, index_keys, index_order, key_column)
 
 FIRST_ALIAS = "_icesink_first"
+COVERED = 4  # columns an index of a view's key takes beyond the key, so that a batch reads no row of the table
 
 
 def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
@@ -166,10 +167,25 @@ class Joins:
 
     def index_keys(self, keys: list[exp.Expression]) -> tuple[str, ...]:
         """The driving relation's index, as CREATE INDEX takes it: the key's expressions, then a DISTINCT ON's order
-        within a key (`first_row_order`)."""
-        order = self.first_row_order(keys) or []
-        return index_keys(keys) + tuple(_index_key(term.this) + (" DESC" if term.args["desc"] else "")
-                                        for term in order)
+        within a key (`first_row_order`), or else the other columns of the relation (or those the query reads), up
+        to COVERED of them, so that a touched key's rows are read from the index alone: a group's rows lie together
+        there, where the table holds them wherever they were written (100,000 groups of 30 events in plain SQLite:
+        0.84 s against 8.6 s, for writes a third dearer)."""
+        order = self.first_row_order(keys)
+        if order is not None:
+            return index_keys(keys) + tuple(_index_key(term.this) + (" DESC" if term.args["desc"] else "")
+                                            for term in order)
+        indexed = index_keys(keys)
+        table = self.by_alias[self.driving].obj.descriptor
+        # every column of a narrow table, so that views keyed alike share one index, which the table's writes keep
+        for columns in ([exp.column(c.name, table=self.driving, quoted=True) for c in table.columns],
+                        [c for c in self.tree.find_all(exp.Column) if c.table == self.driving]):
+            # the primary key is in every index of the table already
+            known = {*table.primary_key, *(k.name for k in keys if isinstance(k, exp.Column))}
+            others = {c.name: _index_key(c) for c in columns if c.name not in known}
+            if len(others) <= COVERED:
+                return indexed + tuple(others.values())
+        return indexed
 
     def first_row_order(self, keys: list[exp.Expression]) -> list[exp.Ordered] | None:
         """For a DISTINCT ON over one relation ordered by its columns, that order within a key as SQLite sorts it
