@@ -533,6 +533,10 @@ def _duckdb_answer(session, sql: str) -> list[tuple]:
     "'2026-03-01 00:00:00' - ts)) AS least FROM ev GROUP BY u ORDER BY least NULLS FIRST, u",
     "SELECT a.id, b.id FROM ev a JOIN ev b ON a.ts - TIMESTAMP '2026-01-01 00:00:00' > b.ts - TIMESTAMP "
     "'2026-01-30 00:00:00' ORDER BY 1, 2",
+    "SELECT id, sum(id) OVER (PARTITION BY u ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW), count(*) OVER "
+    "(ORDER BY u RANGE UNBOUNDED PRECEDING), max(id) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING), "
+    "first_value(id) OVER (ORDER BY u GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW), sum(id) OVER (ORDER BY id ROWS "
+    "2 PRECEDING) FROM ev ORDER BY id",
     "SELECT u, round(stddev(id), 6), round(var_pop(id * 1.5), 6), round(stddev_pop(id), 6), round(variance(id), 6), "
     "round(var_samp(id), 6), round(stddev_samp(id), 6) FROM ev GROUP BY u ORDER BY u",
     "SELECT id, (u > 1) IS TRUE, (v < 'c') IS NOT TRUE, (u = 1) IS FALSE, (u = 1) IS NOT FALSE, (v > 'b') IS UNKNOWN, "

@@ -47,6 +47,9 @@ TABLE_QUERIES = [
     "SELECT id FROM orders WHERE customer IS DISTINCT FROM 'ada' ORDER BY id DESC",
     "SELECT id, position('a' IN customer), substring(customer FROM 2 FOR 2), substring(customer FOR 1), "
     "(amount > 5) IS TRUE, (note > 'x') IS NOT FALSE, (note > 'x') IS UNKNOWN FROM orders ORDER BY id",
+    "SELECT id, sum(amount) OVER (PARTITION BY customer ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s, "
+    "count(*) OVER (ORDER BY customer RANGE UNBOUNDED PRECEDING) AS c, max(id) OVER (ORDER BY id ROWS BETWEEN "
+    "CURRENT ROW AND 2 FOLLOWING) AS m FROM orders ORDER BY id",
 ]
 
 

@@ -139,10 +139,27 @@ class ColumnRef:
 
 
 @dataclass(frozen=True)
+class FrameBound:
+    """An end of a window frame: `side` PRECEDING, FOLLOWING or CURRENT ROW; `offset` rows (or values, or groups)
+    away, None for UNBOUNDED (or CURRENT ROW)."""
+    side: str
+    offset: Optional[object] = None
+
+
+@dataclass(frozen=True)
+class WindowFrame:
+    """ROWS | RANGE | GROUPS [BETWEEN start AND end] (`end` None: to the current row)."""
+    unit: str
+    start: FrameBound
+    end: Optional[FrameBound] = None
+
+
+@dataclass(frozen=True)
 class Window:
-    """OVER (PARTITION BY … ORDER BY …): the rows a window function reads, and their order."""
+    """OVER (PARTITION BY … ORDER BY … [frame]): the rows a window function reads, and their order."""
     partition_by: tuple = ()
     order_by: tuple = ()  # OrderItem
+    frame: Optional[WindowFrame] = None
 
 
 @dataclass(frozen=True)

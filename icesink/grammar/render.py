@@ -135,8 +135,20 @@ def _function(call: ast.FunctionCall) -> exp.Expression:
         node = exp.Filter(this=node, expression=exp.Where(this=expression(call.filter)))
     if call.over is not None:
         node = exp.Window(this=node, partition_by=[expression(e) for e in call.over.partition_by] or None,
-                          order=_order(call.over.order_by) if call.over.order_by else None)
+                          order=_order(call.over.order_by) if call.over.order_by else None,
+                          spec=_frame(call.over.frame) if call.over.frame is not None else None)
     return node
+
+
+def _frame(frame: ast.WindowFrame) -> exp.WindowSpec:
+    """A window's frame as sqlglot holds one; a frame of one bound ends at the current row."""
+    def bound(end: ast.FrameBound) -> tuple:
+        if end.side == "CURRENT ROW":
+            return "CURRENT ROW", None
+        return ("UNBOUNDED" if end.offset is None else expression(end.offset)), end.side
+    start, start_side = bound(frame.start)
+    end, end_side = bound(frame.end or ast.FrameBound("CURRENT ROW"))
+    return exp.WindowSpec(kind=frame.unit, start=start, start_side=start_side, end=end, end_side=end_side)
 
 
 def _json_path(key) -> exp.Expression:

@@ -821,7 +821,30 @@ class AstBuilder(Transformer_NonRecursive):
 
     def over_clause(self, c):
         parts = {x[0]: x[1] for x in c if isinstance(x, tuple)}
-        return ast.Window(parts.get("window_partition", ()), parts.get("order", ()))
+        frame = next((x for x in c if isinstance(x, ast.WindowFrame)), None)
+        return ast.Window(parts.get("window_partition", ()), parts.get("order", ()), frame)
+
+    def window_frame(self, c):
+        bounds = [x for x in c if isinstance(x, ast.FrameBound)]
+        return ast.WindowFrame(str(c[0]).upper(), bounds[0], bounds[1] if len(bounds) > 1 else None)
+
+    def frame_unit(self, c):
+        return str(c[0]).upper()
+
+    def unbounded_preceding(self, c):
+        return ast.FrameBound("PRECEDING")
+
+    def unbounded_following(self, c):
+        return ast.FrameBound("FOLLOWING")
+
+    def current_row(self, c):
+        return ast.FrameBound("CURRENT ROW")
+
+    def preceding(self, c):
+        return ast.FrameBound("PRECEDING", c[0])
+
+    def following(self, c):
+        return ast.FrameBound("FOLLOWING", c[0])
 
     def window_partition(self, c):
         return ("window_partition", tuple(self._strip(c)))
