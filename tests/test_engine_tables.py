@@ -461,6 +461,8 @@ def test_a_reader_that_read_a_replicated_table_from_the_start_exports_no_snapsho
     ("CREATE MATERIALIZED VIEW v AS SELECT id, u IS NOT TRUE FROM ev",
      "argument of IS TRUE must be type boolean, not type integer", "IS NOT"),
     ("SELECT substring(v FROM 2 FOR -1) FROM ev", "negative substring length not allowed", "-1"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT ts AT TIME ZONE 'Mars/Olympus' FROM ev",
+     "time zone \"Mars/Olympus\" not recognized", "'Mars"),
 ])
 def test_a_call_that_would_not_run_is_refused_where_it_is_written(events_with_times, sql, message, call):
     """A view's query is refused when it is created, not accepted and then failed by each batch of its sinks."""
@@ -566,6 +568,25 @@ def test_postgres_functions_sqlite_lacks_answer_as_postgres_does(events_with_tim
     assert [(r[0], r[2]) for r in rows(events_with_times, "SHOW COLUMNS FROM spread")] == [
         ("u", "integer"), ("s", "numeric"), ("top", "text"), ("a", "boolean")]
     assert error_of(events_with_times, "SELECT age(ts) FROM ev").message == "function age() is not supported yet"
+
+
+def test_at_time_zone_turns_a_local_time_into_a_moment_and_back_as_postgres_does(events_with_times):
+    """A timestamp read as the zone's local time is a moment (held in UTC, daylight saving time counted); a moment
+    is the zone's local time then; zone names in any case, as Postgres takes them."""
+    events_with_times.execute("CREATE TABLE zoned (id int, at timestamptz); INSERT INTO zoned VALUES "
+                              "(1, '2026-01-31 10:00:00+02'), (2, '2026-07-01 12:00:00+00'), (3, NULL)")
+    assert rows(events_with_times, "SELECT id, at AT TIME ZONE 'Europe/Paris', at AT TIME ZONE 'america/new_york', "
+                                   "(at AT TIME ZONE 'UTC') AT TIME ZONE 'Asia/Tokyo' FROM zoned ORDER BY id") == [
+        (1, "2026-01-31 09:00:00", "2026-01-31 03:00:00", "2026-01-30 23:00:00+00:00"),
+        (2, "2026-07-01 14:00:00", "2026-07-01 08:00:00", "2026-07-01 03:00:00+00:00"), (3, None, None, None)]
+    assert rows(events_with_times, "SELECT ts AT TIME ZONE 'Europe/Paris' FROM ev WHERE id = 1") == [
+        ("2026-01-31 09:15:00+00:00",)]
+    events_with_times.execute("CREATE MATERIALIZED VIEW local_days AS SELECT zoned.id, date_trunc('day', at AT TIME ZONE "
+                              "'Asia/Tokyo') AS day, ts AT TIME ZONE 'UTC' AS moment FROM zoned, ev WHERE ev.id = zoned.id")
+    assert [(r[0], r[2]) for r in rows(events_with_times, "SHOW COLUMNS FROM local_days")] == [
+        ("id", "integer"), ("day", "timestamp"), ("moment", "timestamp with time zone")]
+    assert rows(events_with_times, "SELECT id, day FROM local_days ORDER BY id") == [
+        (1, "2026-01-31 00:00:00"), (2, "2026-07-01 00:00:00"), (3, None)]
 
 
 def test_regular_expressions_match_as_postgres_matches(events_with_times):

@@ -65,6 +65,12 @@ def test_the_postgres_special_forms_answer_alike_on_spark_and_in_sqlite(session,
     assert [tuple(int(v) if isinstance(v, bool) else v for v in row) for row in alone] == joined
 
 
+def test_at_time_zone_over_a_generator_alone_is_refused_where_spark_would_need_its_operands_type(session):
+    session.execute(SOURCES)
+    assert error_of(session, "SELECT o_orderdate AT TIME ZONE 'UTC' FROM orders").message == (
+        "AT TIME ZONE in a query over load generators alone (which Spark answers) is not supported yet")
+
+
 def _plain(found: list[tuple]) -> list[tuple]:
     """SQLite's answer and Spark's in one form: SQLite sums numerics as doubles and shows dates as text."""
     return [tuple(round(float(v), 2) if isinstance(v, (float, Decimal)) else str(v) for v in row) for row in found]

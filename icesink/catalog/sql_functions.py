@@ -8,6 +8,7 @@ import datetime as dt
 import hashlib
 import math
 import re
+import zoneinfo
 from functools import lru_cache
 
 from ..model.substrings import substring_span
@@ -322,6 +323,33 @@ def cbrt(value):
     return math.copysign(abs(value) ** (1 / 3), value)
 
 
+def timezone(zone, value):
+    """`value AT TIME ZONE zone`: a timestamp read as the zone's local time is that moment (a timestamp with time
+    zone, held in UTC); a timestamp with time zone (text with an offset) is the zone's local time then."""
+    if zone is None or value is None:
+        return None
+    moment, where = dt.datetime.fromisoformat(str(value)), _zone(str(zone))
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=where).astimezone(dt.timezone.utc).isoformat(sep=" ")
+    return moment.astimezone(where).replace(tzinfo=None).isoformat(sep=" ")
+
+
+@lru_cache(maxsize=64)
+def _zone(name: str) -> dt.tzinfo:
+    """A time zone by its name, in any case, as Postgres takes it ('UTC', 'Europe/Paris')."""
+    if name.upper() in ("UTC", "GMT", "Z", "UCT", "ZULU"):
+        return dt.timezone.utc
+    found = _zone_names().get(name.lower())
+    if found is None:
+        raise ValueError(f'time zone "{name}" not recognized')
+    return zoneinfo.ZoneInfo(found)
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> dict[str, str]:
+    return {name.lower(): name for name in zoneinfo.available_timezones()}
+
+
 class _Spread:
     """Postgres's variance and standard deviation aggregates (Welford's running mean: one pass, no cancellation);
     `population`: divide by n rather than n - 1; `root`: the standard deviation. Fewer rows than the divisor needs
@@ -363,7 +391,7 @@ FUNCTIONS = {
     "date_part": (2, date_part), "concat_ws": (-1, concat_ws), "initcap": (1, initcap),
     "starts_with": (2, starts_with), "octet_length": (1, octet_length), "reverse": (1, reverse),
     "translate": (3, translate), "ascii": (1, ascii_code), "make_date": (3, make_date), "gcd": (2, gcd),
-    "lcm": (2, lcm), "cbrt": (1, cbrt),
+    "lcm": (2, lcm), "cbrt": (1, cbrt), "timezone": (2, timezone),
     "icesink_substring": (-1, substring), "icesink_regex": (2, regex_match),
     "icesink_iregex": (2, regex_match_insensitive),
 }

@@ -206,6 +206,8 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
             return "boolean"
         if name == "make_date":
             return "date"
+        if name == "timezone" and len(arg_types) == 2:  # AT TIME ZONE: a local time to a moment, or back
+            return "timestamp with time zone" if base_type(arg_types[1]) in ("timestamp", "date") else "timestamp"
         if name == "cbrt":
             return "double precision"
         if name in ("now", "current_timestamp", "to_timestamp"):

@@ -782,6 +782,10 @@ class AstBuilder(Transformer_NonRecursive):
         raise SyntaxRuleError(f"only EXTRACT (field FROM value) and SUBSTRING (text FROM start FOR count) take "
                               f"(… {words} …), not {function}", c[2].start_pos)
 
+    def at_time_zone(self, c):
+        """`value AT TIME ZONE zone`, which Postgres computes as timezone(zone, value)."""
+        return ast.FunctionCall(ast.Name("timezone", pos=c[1].start_pos), (c[-1], c[0]))
+
     def in_call(self, c):
         """POSITION(substring IN text), which Postgres computes as strpos(text, substring)."""
         function = make_name(c[0])
