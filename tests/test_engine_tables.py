@@ -559,8 +559,8 @@ def test_distinct_on_intervals_typed_literals_and_extract_answer_as_another_eval
 
 def test_postgres_functions_sqlite_lacks_answer_as_postgres_does(events_with_times):
     assert rows(events_with_times, "SELECT initcap('hello wORLD-x1y o''neil'), octet_length('héllo'), "
-                                   "concat_ws(NULL, 'a'), make_date(2026, 2, 28)") == [
-        ("Hello World-X1y O'Neil", 6, None, "2026-02-28")]
+                                   "concat_ws(NULL, 'a'), make_date(2026, 2, 28), cbrt(64), cbrt(-27)") == [
+        ("Hello World-X1y O'Neil", 6, None, "2026-02-28", 4.0, -3.0)]
     assert error_of(events_with_times, "SELECT make_date(2026, 2, 30)").message == \
         "date field value out of range: 2026-02-30"
     events_with_times.execute("CREATE MATERIALIZED VIEW spread AS SELECT u, stddev(id) AS s, initcap(max(v)) AS "
@@ -579,8 +579,8 @@ def test_at_time_zone_turns_a_local_time_into_a_moment_and_back_as_postgres_does
                                    "(at AT TIME ZONE 'UTC') AT TIME ZONE 'Asia/Tokyo' FROM zoned ORDER BY id") == [
         (1, "2026-01-31 09:00:00", "2026-01-31 03:00:00", "2026-01-30 23:00:00+00:00"),
         (2, "2026-07-01 14:00:00", "2026-07-01 08:00:00", "2026-07-01 03:00:00+00:00"), (3, None, None, None)]
-    assert rows(events_with_times, "SELECT ts AT TIME ZONE 'Europe/Paris' FROM ev WHERE id = 1") == [
-        ("2026-01-31 09:15:00+00:00",)]
+    assert rows(events_with_times, "SELECT ts AT TIME ZONE 'Europe/Paris', ts::date AT TIME ZONE 'Europe/Paris' "
+                                   "FROM ev WHERE id = 1") == [("2026-01-31 09:15:00+00:00", "2026-01-31 01:00:00")]
     events_with_times.execute("CREATE MATERIALIZED VIEW local_days AS SELECT zoned.id, date_trunc('day', at AT TIME ZONE "
                               "'Asia/Tokyo') AS day, ts AT TIME ZONE 'UTC' AS moment FROM zoned, ev WHERE ev.id = zoned.id")
     assert [(r[0], r[2]) for r in rows(events_with_times, "SHOW COLUMNS FROM local_days")] == [
@@ -623,6 +623,16 @@ def test_a_view_of_the_postgres_special_forms_is_typed_and_runs(events_with_time
         ("id", "integer"), ("t", "boolean"), ("p", "integer"), ("s", "text"), ("r", "boolean")]
     assert rows(events_with_times, "SELECT * FROM forms ORDER BY id") == [
         (1, 0, 0, "a", 0), (2, 0, 1, "b", 1), (3, 1, 0, "cx", 0), (4, 1, None, None, None), (5, 1, 0, None, 0)]
+
+
+def test_intervals_ordered_by_ordinal_and_distinct_on_ordinals_over_star(events_with_times):
+    assert rows(events_with_times, "SELECT id, ts - TIMESTAMP '2025-12-25 00:00:00' FROM ev WHERE id < 5 "
+                                   "ORDER BY 2 DESC, id") == [
+        (2, "38 days 23:59:59.5"), (1, "37 days 10:15:00"), (3, "37 days 10:15:00"), (4, "6 days")]
+    # an ordinal of DISTINCT ON or ORDER BY over `*` is the table's column, as Postgres reads it
+    assert rows(events_with_times, "SELECT DISTINCT ON (2) * FROM ev ORDER BY u, id DESC") == rows(
+        events_with_times, "SELECT DISTINCT ON (u) id, u, ts, v FROM ev ORDER BY 2, id DESC") == [
+        (2, 1, "2026-02-01 23:59:59.500000", "b"), (4, 2, "2025-12-31 00:00:00", None), (5, None, None, "e")]
 
 
 def test_computed_columns_keep_the_names_sqlite_gives_them_as_written(events_with_times):

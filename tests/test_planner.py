@@ -299,6 +299,13 @@ def test_a_view_depends_on_a_table_it_reads_only_in_a_subquery(session):
     assert session.execute("DROP TABLE c CASCADE")[0].notices == ["also dropped: materialized view 'w'"]
 
 
+def test_a_series_in_a_select_list_keys_nothing(session):
+    """A row per value of the series: the rows' own key no longer keys them, through a subquery either."""
+    session.execute("CREATE TABLE t (id int NOT NULL, PRIMARY KEY (id)); CREATE MATERIALIZED VIEW v AS SELECT s.id, "
+                    "s.n FROM (SELECT id, generate_series(1, 2) AS n FROM t) s")
+    assert session.catalog.get("v").descriptor.unique_keys == ()
+
+
 def test_drop_cascade_drops_dependents_and_restrict_keeps_everything(planned):
     planned.execute(sink("KEY (customer) MODE UPSERT WITH (COMMIT INTERVAL '1s')", input="per_customer"))
     result = planned.execute("DROP TABLE orders CASCADE")[0]

@@ -328,6 +328,9 @@ RECOMPUTED_VIEWS = {
     # a grouped common table expression cannot be merged into the query that reads it
     "with": ("WITH spend AS (SELECT customer, sum(price) AS total FROM orders GROUP BY customer) SELECT customer, "
              "total FROM spend WHERE total > 100", "customer"),
+    # a computed column of a subquery on a LEFT JOIN's right side: merged, unmatched rows would get 1, not NULL
+    "left_flag": ("SELECT o.id, x.flag FROM orders o LEFT JOIN (SELECT id, 1 AS flag FROM orders WHERE price > 50) x "
+                  "ON x.id = o.id + 1", "id"),
     "top_two": ("SELECT customer, id, price FROM (SELECT customer, id, price, row_number() OVER (PARTITION BY "
                 "customer ORDER BY price DESC, id) AS rn FROM orders) AS ranked WHERE rn <= 2", "customer, id"),
     "ranked": ("SELECT id, rank() OVER (PARTITION BY customer ORDER BY price DESC) AS place FROM orders", "id"),
@@ -607,6 +610,13 @@ def test_a_distinct_on_batch_finds_each_touched_keys_first_row_by_one_seek_with_
           KEY (sensor) MODE UPSERT WITH (COMMIT INTERVAL '1s');
         CREATE SINK oldest_lake FROM oldest INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'oldest')
           KEY (sensor) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+        CREATE MATERIALIZED VIEW sensors AS SELECT DISTINCT ON (sensor) sensor FROM readings ORDER BY sensor;
+        CREATE SINK sensors_lake FROM sensors INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'sensors')
+          KEY (sensor) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+        CREATE MATERIALIZED VIEW lowest AS SELECT DISTINCT ON (sensor) sensor, -v AS v FROM readings
+          ORDER BY sensor, v;
+        CREATE SINK lowest_lake FROM lowest INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'lowest')
+          KEY (sensor) MODE UPSERT WITH (COMMIT INTERVAL '1s');
     """)
     view = session.catalog.get("newest_lake").descriptor.view
     input_for(session.catalog, session.catalog.get("newest"), view).close()  # as the sink starts: the index made
@@ -622,7 +632,9 @@ def test_a_distinct_on_batch_finds_each_touched_keys_first_row_by_one_seek_with_
                for step in plan), plan
     assert not any("TEMP B-TREE" in step or step.startswith("SCAN readings") for step in plan), plan
 
-    for sink, view_name in (("newest_lake", "newest"), ("oldest_lake", "oldest")):  # each first batch: the whole view
+    sinks = (("newest_lake", "newest"), ("oldest_lake", "oldest"), ("sensors_lake", "sensors"),
+             ("lowest_lake", "lowest"))
+    for sink, view_name in sinks:  # each first batch: the whole view
         _run_until_caught_up(session, spark, sink, view_name, "readings")
     session.execute("""
         INSERT INTO readings VALUES (6, 1, NULL, 9), (7, 2, '2026-01-01 13:00:00', 0), (8, 3, '2026-01-01 08:00:00', 1),
@@ -630,13 +642,18 @@ def test_a_distinct_on_batch_finds_each_touched_keys_first_row_by_one_seek_with_
         UPDATE readings SET v = 10 WHERE id = 4;
         DELETE FROM readings WHERE id = 11;
     """)
-    for sink, view_name in (("newest_lake", "newest"), ("oldest_lake", "oldest")):
+    for sink, view_name in sinks:
         _run_until_caught_up(session, spark, sink, view_name, "readings")
     newest = duckdb_rows(iceberg_table(session, "newest_lake").metadata_location, "sensor, id", "sensor")
     # a NULL comes first in a descending order; ties go to the lower id; v <= 0 is not kept; sensor 5 has gone
     assert newest == [(1, 6), (2, 4), (3, 5), (4, 9)] == [r[:2] for r in rows(session, "SELECT * FROM newest")]
     oldest = duckdb_rows(iceberg_table(session, "oldest_lake").metadata_location, "sensor, first_id", "sensor")
     assert oldest == [(1, 1), (2, 3), (3, 8), (4, 10)] == rows(session, "SELECT * FROM oldest")
+    # no order past the key: any row of it; ORDER BY names the output v (-v), not the column v
+    assert duckdb_rows(iceberg_table(session, "sensors_lake").metadata_location, "sensor", "sensor") == [
+        (1,), (2,), (3,), (4,)]
+    assert duckdb_rows(iceberg_table(session, "lowest_lake").metadata_location, "sensor, v", "sensor") == [
+        (1, -9), (2, -10), (3, -8), (4, -3)] == rows(session, "SELECT * FROM lowest")
 
 
 def test_a_first_batch_computes_ranges_of_the_views_key_on_every_core_and_misses_no_key(session, spark):

@@ -320,7 +320,8 @@ def cbrt(value):
     if value is None:
         return None
     value = float(value)
-    return math.copysign(abs(value) ** (1 / 3), value)
+    root = math.copysign(abs(value) ** (1 / 3), value)
+    return float(round(root)) if round(root) ** 3 == value else root  # 64 ** (1/3) is 3.9999999999999996
 
 
 def timezone(zone, value):
@@ -329,6 +330,8 @@ def timezone(zone, value):
     if zone is None or value is None:
         return None
     moment, where = dt.datetime.fromisoformat(str(value)), _zone(str(zone))
+    if len(str(value)) == 10:  # a date is taken as a timestamp with time zone, midnight in UTC (the session's zone)
+        moment = moment.replace(tzinfo=dt.timezone.utc)
     if moment.tzinfo is None:
         return moment.replace(tzinfo=where).astimezone(dt.timezone.utc).isoformat(sep=" ")
     return moment.astimezone(where).replace(tzinfo=None).isoformat(sep=" ")

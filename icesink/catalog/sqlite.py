@@ -145,6 +145,8 @@ INTERVAL_COLLATION = "icesink_interval"
 def compare_intervals(a: str, b: str) -> int:
     """Two intervals' order by their length, as Postgres compares them (a month is 30 days, a day 24 hours); text
     that is no interval compares as text."""
+    if _is_moment(a) or _is_moment(b):  # a timestamp moved by an interval: no parse, no exception, per comparison
+        return (a > b) - (a < b)
     try:
         (am, ad, au), (bm, bd, bu) = interval_parts(a), interval_parts(b)
     except ValueError:

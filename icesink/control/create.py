@@ -366,9 +366,9 @@ def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedVi
                                   "supported yet", node.call.name.pos)
 
     check_qualified_columns(stmt.query)
-    check_distinct_on_order(stmt.query)
     check_functions(stmt.query, materialized=True)
     query = expand_distinct_on_stars(stmt.query, resolve)
+    check_distinct_on_order(query)
     bound = bind_query(query, resolve)
     descriptor = ViewDescriptor(stored_sql(render.query(query)), bound.columns,
                                 tuple(tuple(sorted(k)) for k in bound.unique_keys))

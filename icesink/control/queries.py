@@ -331,15 +331,19 @@ def _intervals_by_length(tree: exp.Expression) -> exp.Expression:
     """What ORDER BY, `min`, `max` and a comparison of two differences take that may be an interval (a difference,
     an interval cast or literal, or an output that is one) compared by its length under INTERVAL_COLLATION, as
     Postgres compares intervals, rather than as text ('9 days' after '10 days'). The collation compares text alone:
-    a difference of numbers is unaffected."""
+    a difference of numbers is unaffected. An interval column of a view or a subquery still compares as text."""
     for select in list(tree.find_all(exp.Select)):
-        outputs = {item.alias: item.this for item in select.expressions if isinstance(item, exp.Alias)}
+        items = select.expressions
+        outputs = {item.alias: item.this for item in items if isinstance(item, exp.Alias)}
 
         def may_be_interval(node: exp.Expression) -> bool:
             while isinstance(node, exp.Paren):
                 node = node.this
             if isinstance(node, exp.Column) and not node.table and node.name in outputs:
                 node = outputs[node.name]
+            elif (isinstance(node, exp.Literal) and node.is_int and isinstance(node.parent, exp.Ordered)
+                  and 1 <= int(node.name) <= len(items)):  # ORDER BY an ordinal
+                node = items[int(node.name) - 1].unalias()
             return (isinstance(node, exp.Sub) and not _numbers_only(node)) or isinstance(node, exp.Interval) or (
                 isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.INTERVAL))
         operands = [node.this for node in select.find_all(exp.Max, exp.Min, exp.Ordered)]
@@ -705,8 +709,8 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
                                   shows[0].show.name.pos)
         return _plan_iceberg_query(binder, stmt, refs)
     check_qualified_columns(stmt.query)
-    check_distinct_on_order(stmt.query)
     query = expand_distinct_on_stars(stmt.query, lambda ref: binder.relation(ref.name)[1])
+    check_distinct_on_order(query)
     if any(_generator_of(binder, binder.find(ref.name)) for ref in refs if not ref.name.qualifier):
         if shows:
             raise NotSupportedYet("a query that joins load generators with SHOW is not supported yet",

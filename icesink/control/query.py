@@ -49,6 +49,8 @@ def check_distinct_on_order(query: ast.Query) -> None:
         if not isinstance(node, ast.Query) or len(node.cores) != 1 or not node.cores[0].distinct_on:
             continue
         items = node.cores[0].items
+        if any(isinstance(item.expr, ast.Star) for item in items):
+            continue  # an ordinal's column is not known before `*` is expanded
         aliases = {item.alias.value: item.expr for item in items if item.alias is not None}
 
         def expression(expr):
@@ -207,7 +209,7 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         if name == "make_date":
             return "date"
         if name == "timezone" and len(arg_types) == 2:  # AT TIME ZONE: a local time to a moment, or back
-            return "timestamp with time zone" if base_type(arg_types[1]) in ("timestamp", "date") else "timestamp"
+            return "timestamp with time zone" if base_type(arg_types[1]) == "timestamp" else "timestamp"
         if name == "cbrt":
             return "double precision"
         if name in ("now", "current_timestamp", "to_timestamp"):
@@ -317,6 +319,8 @@ def _same_column(a, b) -> bool:
 def _unique_keys(core: ast.SelectCore, scope: _Scope, columns, origins) -> list[frozenset[str]]:
     names = [c.name for c in columns]
     keys = []
+    if any(isinstance(n, ast.FunctionCall) and n.name.value == "generate_series" for n in walk(core.items)):
+        return keys  # a row per value of the series: no key of the rows read keys them
     if core.group_by:
         grouped = [_output_of(expr, names, origins, scope) for expr in core.group_by]
         if None not in grouped:

@@ -4,9 +4,10 @@ Incrementally (engine/sources/view.py, joined_view.py), over the tables icesink 
 Postgres source replicates, and those that keep load generators' relations, engine/generated_tables.py): a
 `GROUP BY` query (any aggregates, `WHERE`, `HAVING`, `CASE`, casts), whose key is its grouping; a query without
 aggregates that keeps its table's primary key, whose key is that; a `SELECT DISTINCT`, keyed by its columns; a
-`SELECT DISTINCT ON (…)`, keyed by those expressions (each key's rows ranked by its `ORDER BY` again); inner
-and left joins of those by equalities (view_joins.py); `UNION [ALL]` of those; views over views that filter,
-project and join (merged in). A batch recomputes only the keys its changes touch.
+`SELECT DISTINCT ON (…)`, keyed by those expressions (each key's first row found through an index on the key and
+its `ORDER BY`, or its rows ranked again); inner and left joins of those by equalities (view_joins.py); `UNION
+[ALL]` of those; views over views, subqueries in `FROM` and `WITH`'s common table expressions that filter, project
+and join (merged in). A batch recomputes only the keys its changes touch.
 
 Anything else over those tables is recomputed whole each batch and diffed (recomputed_view.py).
 """
@@ -154,6 +155,12 @@ def _merged(view: CatalogObject, tree: exp.Select, tables: dict[str, CatalogObje
     from sqlglot.optimizer.merge_subqueries import merge_subqueries
     from sqlglot.optimizer.qualify import qualify
 
+    for join in tree.find_all(exp.Join):
+        inner = join.this.this if isinstance(join.this, exp.Subquery) else None
+        # merged, a computed column would be computed for the rows the join leaves without a match, not NULL
+        if join.side == "LEFT" and isinstance(inner, exp.Select) and not all(
+                isinstance(_unaliased(e), exp.Column) for e in inner.expressions):
+            _refuse(view, "computes a column of a view or subquery on the right side of a LEFT JOIN", pos)
     schema = {name: {c.name: "TEXT" for c in obj.descriptor.columns} for name, obj in tables.items()}
     tree = merge_subqueries(qualify(tree, schema=schema, quote_identifiers=False, validate_qualify_columns=False))
     merged = []
@@ -382,11 +389,16 @@ def _expand_stars(tree: exp.Select, relations: list[Relation]) -> None:
 
 def _qualify(tree: exp.Select, relations: list[Relation]) -> None:
     """Names each unqualified column by the one relation that has it, so that a column says which relation's rows
-    it reads (an output's name, which no relation has, stays as it is)."""
+    it reads (an output's name stays as it is)."""
     owners: dict[str, list[str]] = {}
     for r in relations:
         for c in r.obj.descriptor.columns:
             owners.setdefault(c.name, []).append(r.alias)
+    outputs = {e.alias for e in tree.expressions if isinstance(e, exp.Alias)}
+    order = tree.args.get("order")
+    # ORDER BY names an output before a column, as Postgres reads it (DISTINCT ON's order)
+    by_output = {id(o.this) for o in (order.expressions if order else [])
+                 if isinstance(o.this, exp.Column) and not o.this.table and o.this.name in outputs}
     for column in list(tree.find_all(exp.Column)):
-        if not column.table and len(owners.get(column.name, ())) == 1:
+        if not column.table and len(owners.get(column.name, ())) == 1 and id(column) not in by_output:
             column.set("table", exp.to_identifier(owners[column.name][0]))

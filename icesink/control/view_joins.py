@@ -177,21 +177,26 @@ class Joins:
                                             for term in order)
         indexed = index_keys(keys)
         table = self.by_alias[self.driving].obj.descriptor
-        # every column of a narrow table, so that views keyed alike share one index, which the table's writes keep
-        for columns in ([exp.column(c.name, table=self.driving, quoted=True) for c in table.columns],
-                        [c for c in self.tree.find_all(exp.Column) if c.table == self.driving]):
-            # the primary key is in every index of the table already
-            known = {*table.primary_key, *(k.name for k in keys if isinstance(k, exp.Column))}
-            others = {c.name: _index_key(c) for c in columns if c.name not in known}
+        keyed = [k.name for k in keys if isinstance(k, exp.Column)]
+        if table.primary_key and keyed[:len(table.primary_key)] == list(table.primary_key):
+            return indexed  # the table itself is in the key's order, its rows together
+        known = {*table.primary_key, *keyed}  # the primary key is in every index of the table already
+        read = {c.name for c in self.tree.find_all(exp.Column) if c.table == self.driving}
+        # every column of a narrow table, so that views keyed alike share one index, which the table's writes keep;
+        # else those the query reads, in the table's order
+        for wanted in (lambda name: True, lambda name: name in read):
+            others = [_index_key(exp.column(c.name, table=self.driving, quoted=True)) for c in table.columns
+                      if c.name not in known and wanted(c.name)]
             if len(others) <= COVERED:
-                return indexed + tuple(others.values())
+                return indexed + tuple(others)
         return indexed
 
     def first_row_order(self, keys: list[exp.Expression]) -> list[exp.Ordered] | None:
         """For a DISTINCT ON over one relation ordered by its columns, that order within a key as SQLite sorts it
         (each nullable column's NULLs placed by a term of their own, as Postgres places them), which an index on the
         key and these terms gives in order: each touched key's first row is then one seek, however many rows the key
-        has. None when a key's rows are ranked whole (a join, or an ORDER BY of an expression)."""
+        has (no term: any row of the key is its first). None when a key's rows are ranked whole (a join, or an ORDER
+        BY of an expression)."""
         distinct = self.tree.args.get("distinct")
         if distinct is None or distinct.args.get("on") is None or len(self.relations) != 1:
             return None
@@ -224,7 +229,10 @@ class Joins:
                       for i, k in enumerate(keys)] + [c.transform(as_first) for c in self.conditions]
         first = exp.select(*[exp.column(n, table=FIRST_ALIAS, quoted=n != "rowid") for n in names]).from_(
             exp.Table(this=self.nodes[alias].this.copy(), alias=exp.TableAlias(this=exp.to_identifier(FIRST_ALIAS))))
-        first = first.where(exp.and_(*conditions)).order_by(*[t.transform(as_first) for t in order]).limit(1)
+        first = first.where(exp.and_(*conditions))
+        if order:  # else any row of the key is its first
+            first = first.order_by(*[t.transform(as_first) for t in order])
+        first = first.limit(1)
         row = [exp.column(n, table=alias, quoted=n != "rowid") for n in names]
         return exp.EQ(this=row[0] if len(row) == 1 else exp.Tuple(expressions=row), expression=first.subquery())
 
