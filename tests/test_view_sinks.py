@@ -557,31 +557,37 @@ def test_a_views_index_lives_as_long_as_a_sink_on_a_view_with_that_key(session):
     assert indexes() == []
 
 
+def _batch_plan(session, sink: str, view_name: str):
+    """The sink's view input, and SQLite's plan of a batch's recompute of its touched keys, on a connection of its
+    own (as a batch's partition opens), once the sink's index is made (as the sink starts)."""
+    from icesink.engine.sources import input_for
+    from icesink.engine.sources.view import CHANGES, TOUCHED
+    from icesink.engine.tables import TableStore
+
+    view = session.catalog.get(sink).descriptor.view
+    input_for(session.catalog, session.catalog.get(view_name), view).close()
+    store = TableStore(session.data_dir)
+    try:
+        names = ", ".join(f'"{c}"' for c in (*view.changed_columns, "_icesink_offset", "_icesink_ts"))
+        store.db.execute(f"CREATE TEMP TABLE {CHANGES} ({names})")
+        store.db.execute(f"CREATE TEMP TABLE {TOUCHED} AS {view.touched_sql}")
+        return view, [row[-1] for row in store.db.execute(f"EXPLAIN QUERY PLAN {view.query_sql}")]
+    finally:
+        store.close()
+
+
 def test_a_batch_reads_a_touched_group_through_the_index_by_its_whole_key(session):
     """A batch recomputes the groups its changes touch from their rows alone, found through the view's index by every
     expression of the key (the time bucket first, where a table's writes bunch) and read from the index alone: not by
     a scan of the table, which would make a batch's cost follow the table's size, nor row by row from wherever the
     table holds them."""
-    from icesink.engine.sources import input_for
-    from icesink.engine.sources.view import CHANGES, TOUCHED
-    from icesink.engine.tables import TableStore
-
     session.execute("CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');"
                     "CREATE TABLE events (id bigint NOT NULL, customer text, at timestamp, PRIMARY KEY (id));"
                     "CREATE MATERIALIZED VIEW hourly AS SELECT customer, date_trunc('hour', at) AS hour, count(*) AS n "
                     "FROM events GROUP BY customer, date_trunc('hour', at);"
                     "CREATE SINK s FROM hourly INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'hourly') "
                     "KEY (customer, hour) MODE UPSERT WITH (COMMIT INTERVAL '1s');")
-    view = session.catalog.get("s").descriptor.view
-    input_for(session.catalog, session.catalog.get("hourly"), view).close()  # as the sink starts: the index made
-    store = TableStore(session.data_dir)  # a connection of its own, as a batch's partition opens
-    try:
-        names = ", ".join(f'"{c}"' for c in (*view.changed_columns, "_icesink_offset", "_icesink_ts"))
-        store.db.execute(f"CREATE TEMP TABLE {CHANGES} ({names})")
-        store.db.execute(f"CREATE TEMP TABLE {TOUCHED} AS {view.touched_sql}")
-        plan = [row[-1] for row in store.db.execute(f"EXPLAIN QUERY PLAN {view.query_sql}")]
-    finally:
-        store.close()
+    view, plan = _batch_plan(session, "s", "hourly")
     # the index holds the table's other columns too: a group's rows are read from it alone, not the table
     assert any(step.startswith(f"SEARCH events USING COVERING INDEX {view.index_name} (<expr>=? AND customer=?)")
                for step in plan), plan
@@ -593,10 +599,6 @@ def test_a_distinct_on_batch_finds_each_touched_keys_first_row_by_one_seek_with_
     """DISTINCT ON's "latest row per key" over one table: a batch looks each touched key's first row up through an
     index on the key and the ORDER BY (one seek, not a read and a sort of every row of the key), among the rows the
     WHERE keeps, with NULLs first in a descending order and last in an ascending one, as Postgres orders them."""
-    from icesink.engine.sources import input_for
-    from icesink.engine.sources.view import CHANGES, TOUCHED
-    from icesink.engine.tables import TableStore
-
     session.execute("""
         CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
         CREATE TABLE readings (id bigint NOT NULL, sensor int, at timestamp, v int, PRIMARY KEY (id));
@@ -618,16 +620,7 @@ def test_a_distinct_on_batch_finds_each_touched_keys_first_row_by_one_seek_with_
         CREATE SINK lowest_lake FROM lowest INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'v', TABLE 'lowest')
           KEY (sensor) MODE UPSERT WITH (COMMIT INTERVAL '1s');
     """)
-    view = session.catalog.get("newest_lake").descriptor.view
-    input_for(session.catalog, session.catalog.get("newest"), view).close()  # as the sink starts: the index made
-    store = TableStore(session.data_dir)
-    try:
-        names = ", ".join(f'"{c}"' for c in (*view.changed_columns, "_icesink_offset", "_icesink_ts"))
-        store.db.execute(f"CREATE TEMP TABLE {CHANGES} ({names})")
-        store.db.execute(f"CREATE TEMP TABLE {TOUCHED} AS {view.touched_sql}")
-        plan = [row[-1] for row in store.db.execute(f"EXPLAIN QUERY PLAN {view.query_sql}")]
-    finally:
-        store.close()
+    view, plan = _batch_plan(session, "newest_lake", "newest")
     assert any(step.startswith("SEARCH _icesink_first USING ") and f"INDEX {view.index_name} (sensor=?)" in step
                for step in plan), plan
     assert not any("TEMP B-TREE" in step or step.startswith("SCAN readings") for step in plan), plan
