@@ -589,6 +589,14 @@ def test_at_time_zone_turns_a_local_time_into_a_moment_and_back_as_postgres_does
         (1, "2026-01-31 00:00:00"), (2, "2026-07-01 00:00:00"), (3, None)]
 
 
+def test_is_and_regular_expressions_bind_as_postgres_binds_them(events_with_times):
+    """IS binds more loosely than a comparison and `~` more tightly, as in Postgres: `u > 1 IS TRUE` is
+    `(u > 1) IS TRUE`, `v ~ 'a' = true` is `(v ~ 'a') = true`."""
+    assert rows(events_with_times, "SELECT id, u > 1 IS TRUE, v ~ 'a' = true, v ~ 'a' IS NULL, NOT u > 1 IS NOT FALSE, "
+                                   "u + 1 IS DISTINCT FROM 2 FROM ev ORDER BY id") == [
+        (1, 0, 1, 0, 1, 0), (2, 0, 0, 0, 1, 0), (3, 1, 0, 0, 0, 1), (4, 1, None, 1, 0, 1), (5, 0, 0, 0, 0, 1)]
+
+
 def test_regular_expressions_match_as_postgres_matches(events_with_times):
     """`~` finds the pattern anywhere, as Postgres's does (DuckDB's `~` must match the whole text), `.` takes a
     newline and `$` is the end alone; Postgres's bracket classes and word boundaries read as Postgres reads them."""
