@@ -329,7 +329,7 @@ def timezone(zone, value):
     zone, held in UTC); a timestamp with time zone (text with an offset) is the zone's local time then."""
     if zone is None or value is None:
         return None
-    moment, where = dt.datetime.fromisoformat(str(value)), _zone(str(zone))
+    moment, where = dt.datetime.fromisoformat(str(value)), time_zone(str(zone))
     if len(str(value)) == 10:  # a date is taken as a timestamp with time zone, midnight in UTC (the session's zone)
         moment = moment.replace(tzinfo=dt.timezone.utc)
     if moment.tzinfo is None:
@@ -338,7 +338,7 @@ def timezone(zone, value):
 
 
 @lru_cache(maxsize=64)
-def _zone(name: str) -> dt.tzinfo:
+def time_zone(name: str) -> dt.tzinfo:
     """A time zone by its name, in any case, as Postgres takes it ('UTC', 'Europe/Paris')."""
     if name.upper() in ("UTC", "GMT", "Z", "UCT", "ZULU"):
         return dt.timezone.utc

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import CatalogError
-from ..model.intervals import interval_parts, interval_text
+from ..model.intervals import interval_length, interval_parts, interval_text
 from .private import private_file
 from .sql_functions import AGGREGATES as POSTGRES_AGGREGATES, FUNCTIONS as POSTGRES_FUNCTIONS
 
@@ -148,10 +148,9 @@ def compare_intervals(a: str, b: str) -> int:
     if _is_moment(a) or _is_moment(b):  # a timestamp moved by an interval: no parse, no exception, per comparison
         return (a > b) - (a < b)
     try:
-        (am, ad, au), (bm, bd, bu) = interval_parts(a), interval_parts(b)
+        length_a, length_b = interval_length(*interval_parts(a)), interval_length(*interval_parts(b))
     except ValueError:
         return (a > b) - (a < b)
-    length_a, length_b = (am * 30 + ad) * 86_400_000_000 + au, (bm * 30 + bd) * 86_400_000_000 + bu
     return (length_a > length_b) - (length_a < length_b)
 
 

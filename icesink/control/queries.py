@@ -10,10 +10,9 @@ from sqlglot import exp
 
 from ..catalog.schema import SCHEMA_OF_VIEW, VIEWS
 from ..catalog.sqlite import INTERVAL_COLLATION, add_functions
-from ..catalog.sql_functions import DATE_CUTS, postgres_regex, timezone
+from ..catalog.sql_functions import DATE_CUTS, postgres_regex, time_zone
 from ..errors import NotSupportedYet, PlanError
 from ..model.intervals import interval_parts, interval_text
-from ..model.substrings import substring_span
 from ..grammar import ast
 from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
 from ..engine.tables import generated_name, is_engine_table, storage_name
@@ -254,15 +253,13 @@ def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
 
 
 def _substring(node: exp.Substring, replace: Callable) -> exp.Expression:
-    """substring (and substr) as Postgres counts: SQLite's own where the bounds are literals (worked out here by
-    substring_span, as for Spark), else by icesink_substring, since SQLite reads a negative start from the
+    """substring (and substr) as Postgres counts: SQLite's own where the bounds are literals (worked out as for
+    Spark, render.literal_substring), else by icesink_substring, since SQLite reads a negative start from the
     end."""
     text, start, count = (node.args.get(k) for k in ("this", "start", "length"))
-    fixed = render.integer_literal(start), render.integer_literal(count) if count is not None else None
-    if fixed[0] is not None and (count is None or (fixed[1] is not None and fixed[1] >= 0)):
-        begin, length = substring_span(*fixed)
-        return exp.Substring(this=text.transform(replace), start=exp.Literal.number(begin),
-                             length=None if length is None else exp.Literal.number(length))
+    fixed = render.literal_substring(node, text.transform(replace))
+    if fixed is not None:
+        return fixed
     return exp.Anonymous(this="icesink_substring", expressions=[a.transform(replace) for a in (text, start, count)
                                                                 if a is not None])
 
@@ -346,12 +343,13 @@ def _intervals_by_length(tree: exp.Expression) -> exp.Expression:
                 node = items[int(node.name) - 1].unalias()
             return (isinstance(node, exp.Sub) and not _numbers_only(node)) or isinstance(node, exp.Interval) or (
                 isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.INTERVAL))
-        operands = [node.this for node in select.find_all(exp.Max, exp.Min, exp.Ordered)]
+        mine = [node for node in select.find_all(exp.Max, exp.Min, exp.Ordered, exp.GT, exp.GTE, exp.LT, exp.LTE,
+                                                  exp.EQ, exp.NEQ) if node.parent_select is select]
+        operands = [node.this for node in mine if isinstance(node, (exp.Max, exp.Min, exp.Ordered))]
         # two differences compared (one with a literal compares epochs); a collation on one side alone would keep
         # an index of the other from serving a join on a computed key (`w.id = e.user_id - 1`)
-        operands += [node.this for node in select.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)
-                     if may_be_interval(node.expression) and not _is_interval(node.this)
-                     and not _is_interval(node.expression)]
+        operands += [node.this for node in mine if isinstance(node, exp.Binary) and may_be_interval(node.expression)
+                     and not _is_interval(node.this) and not _is_interval(node.expression)]
         for operand in operands:
             if may_be_interval(operand):
                 operand.replace(exp.Collate(this=exp.Paren(this=operand.copy()),
@@ -617,12 +615,12 @@ def check_functions(query, materialized: bool = False) -> None:
     view, a function Materialize cannot materialize either."""
     for call in walk(query):
         if isinstance(call, ast.Predicate) and call.kind in ("regex", "iregex"):
-            _check_pattern(call.operands[1])
+            _check_literal(call.operands[1], postgres_regex)
         if not isinstance(call, ast.FunctionCall) or call.name.value == "[]":
             continue
         name, pos = call.name.value, call.name.pos
         if name == "timezone" and len(call.args) == 2:
-            _check_zone(call.args[0])
+            _check_literal(call.args[0], time_zone)
         if name == "mz_now":
             raise NotSupportedYet("mz_now() is not supported yet: icesink's views keep no temporal filters", pos)
         if name in ("substring", "substr") and len(call.args) == 3 and _negative(call.args[2]):
@@ -640,22 +638,14 @@ def _negative(value) -> bool:
             and value.operand.type == "numeric" and float(value.operand.value) > 0)
 
 
-def _check_zone(zone) -> None:
-    """A literal time zone of AT TIME ZONE that Postgres would not know is refused where it is written."""
-    if isinstance(zone, ast.Literal) and zone.type == "text":
+def _check_literal(value, read: Callable) -> None:
+    """A text literal `read` cannot take (a pattern of `~`, a zone of AT TIME ZONE) is refused where it is written,
+    in `read`'s words (its ValueError), not by each row."""
+    if isinstance(value, ast.Literal) and value.type == "text":
         try:
-            timezone(zone.value, "2000-01-01")
+            read(value.value)
         except ValueError as exc:
-            raise PlanError(str(exc), zone.pos) from None
-
-
-def _check_pattern(pattern) -> None:
-    """A literal pattern of `~` that Postgres could not read is refused where it is written, not by each row."""
-    if isinstance(pattern, ast.Literal) and pattern.type == "text":
-        try:
-            postgres_regex(pattern.value)
-        except ValueError as exc:
-            raise PlanError(str(exc), pattern.pos) from None
+            raise PlanError(str(exc), value.pos) from None
 
 
 @lru_cache(maxsize=1024)

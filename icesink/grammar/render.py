@@ -56,15 +56,25 @@ def integer_literal(node: Optional[exp.Expression]) -> Optional[int]:
     return int(node.name) if isinstance(node, exp.Literal) and node.is_int else None
 
 
+def literal_substring(node: exp.Substring, text: exp.Expression) -> Optional[exp.Substring]:
+    """substring of `text` with `node`'s bounds worked out as Postgres counts them, when they are literals (a
+    negative literal count, an error, is refused at CREATE); None otherwise."""
+    start, count = node.args.get("start"), node.args.get("length")
+    fixed = integer_literal(start), integer_literal(count) if count is not None else None
+    if fixed[0] is None or (count is not None and (fixed[1] is None or fixed[1] < 0)):
+        return None
+    begin, length = substring_span(*fixed)
+    return exp.Substring(this=text, start=exp.Literal.number(begin),
+                         length=None if length is None else exp.Literal.number(length))
+
+
 def _spark_substring(self, node: exp.Substring) -> str:
     """substring as Postgres counts (Spark reads a start of 0 as 1, and a negative one from the end): worked out
     here for literal bounds, else the start below 1 moved to 1 and the count shortened to match."""
     text, start, count = node.this, node.args.get("start"), node.args.get("length")
-    fixed = integer_literal(start), integer_literal(count) if count is not None else None
-    if fixed[0] is not None and (count is None or (fixed[1] is not None and fixed[1] >= 0)):
-        begin, length = substring_span(*fixed)
-        return self.func("SUBSTRING", text, exp.Literal.number(begin),
-                         None if length is None else exp.Literal.number(length))
+    fixed = literal_substring(node, text)
+    if fixed is not None:
+        return self.func("SUBSTRING", fixed.this, fixed.args["start"], fixed.args.get("length"))
     low = exp.Anonymous(this="SUBSTRING", expressions=[text.copy(), exp.Literal.number(1)] + (
         [] if count is None else [exp.Sub(this=exp.Add(this=exp.paren(start.copy()), expression=exp.paren(count.copy())),
                                           expression=exp.Literal.number(1))]))

@@ -27,6 +27,11 @@ def _unit(word: str):
     return None
 
 
+def interval_length(months: int, days: int, micros: int) -> int:
+    """An interval's length in microseconds as Postgres compares intervals: a month is 30 days, a day 24 hours."""
+    return (months * 30 + days) * 86_400_000_000 + micros
+
+
 def interval_parts(value: str) -> tuple[int, int, int]:
     """(months, days, microseconds) of an interval's text; ValueError when it is not one."""
     text = value.strip().lower()
