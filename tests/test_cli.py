@@ -51,6 +51,15 @@ def test_command_and_standard_input(data_dir):
     assert done.stderr.startswith("<stdin>:3:8: error in statement 2 (SELECT): column \"nope\" does not exist")
 
 
+def test_a_query_shows_its_columns_names_and_truth_values_as_psql_does(data_dir):
+    done = run("--data-dir", str(data_dir), "-c", "CREATE TABLE a (id int, ok boolean); "
+               "INSERT INTO a VALUES (1, true), (2, false); SELECT id, ok, count(*), id > 1 FROM a GROUP BY id, ok "
+               "ORDER BY id")
+    assert done.returncode == 0, done.stderr
+    assert [line.split() for line in done.stdout.splitlines()[2:]] == [
+        ["id", "ok", "count", "?column?"], ["─" * 26], ["1", "t", "1", "f"], ["2", "f", "1", "t"], ["(2", "rows)"]]
+
+
 def test_data_dir_from_the_environment(tmp_path):
     env = cli_env(ICESINK_DATA_DIR=str(tmp_path / "env-dir"))
     subprocess.run(ICESINK + ["-c", "CREATE TABLE a (id int)"], env=env, check=True, capture_output=True)

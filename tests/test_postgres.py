@@ -200,3 +200,40 @@ def test_replica_identity_full_and_excluded_columns(pg):
                "(public.hosts.address)) FOR TABLES (logs, hosts)")
     assert rows(pg, "SHOW COLUMNS FROM logs") == [("line", 1, "text")]
     assert rows(pg, "SHOW COLUMNS FROM hosts") == [("id", 0, "integer")]
+
+
+NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, PRIMARY KEY (id)); "
+                "INSERT INTO t VALUES (1, 'a', 3, true), (2, 'a', 5, false), (3, 'b', NULL, NULL)")
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT g, count(*), max(x), sum(x) + 1, x::text, 1::int, 2::bigint, 'a'::text, 1.5::double precision, "
+    "DATE '2026-01-01', TIMESTAMP '2026-01-01 10:00:00', true, INTERVAL '1 day', CASE WHEN x > 1 THEN 1 END, "
+    "coalesce(x, 0), upper(g), -x, x || 'y' FROM t GROUP BY g, x ORDER BY g, x",
+    "SELECT (SELECT max(id) FROM t), EXISTS (SELECT 1 FROM t), (SELECT g AS name FROM t LIMIT 1), "
+    "length(g)::text FROM t WHERE id = 1",
+    "SELECT * FROM (SELECT upper(g), x::text, count(*) FROM t GROUP BY g, x) s ORDER BY 1, 2",
+    "SELECT count FROM (SELECT count(*) FROM t) s",
+    "SELECT upper(g), count(*) FROM t GROUP BY upper ORDER BY count DESC, upper",
+    "SELECT id, ok, NOT ok, x > 3, x IS NULL, ok IS TRUE, 'yes' IS TRUE, 'off' IS FALSE, g LIKE 'a%', "
+    "EXISTS (SELECT 1 FROM t WHERE ok) FROM t ORDER BY id",
+    "SELECT ok, count(*) FROM t GROUP BY ok ORDER BY ok",
+])
+def test_a_select_names_its_columns_and_gives_its_truth_values_as_postgres_does(session, postgres, sql):
+    """Each column as psql shows it, by Postgres's own answer to the same query over the same rows: an output
+    without an alias named as Postgres names it (`count`, `max`, `?column?`, a cast by its operand or its type, ...),
+    booleans as booleans (psql's t and f) where SQLite computes them as 0 and 1."""
+    session.execute(NAMING_TABLE)
+    with postgres.admin() as admin:
+        admin.execute("DROP TABLE IF EXISTS t")
+        for statement in NAMING_TABLE.split("; "):
+            admin.execute(statement)
+        cursor = admin.execute(sql)
+        expected_columns = [d.name for d in cursor.description]
+        expected = cursor.fetchall()
+    result = session.execute(sql)[-1]
+    assert result.columns == expected_columns
+    # psycopg gives dates and intervals as Python's, whose text is not psql's: those are compared by name alone
+    compared = [i for i, v in enumerate(expected[0]) if not hasattr(v, "isoformat") and not hasattr(v, "days")]
+    assert [[(type(row[i]), row[i]) for i in compared] for row in result.rows] == [
+        [(type(row[i]), row[i]) for i in compared] for row in expected]

@@ -311,6 +311,9 @@ class Executor:
             message = sqlite_message(exc)
             raise PlanError(message, plan.column_positions.get(str(exc).removeprefix("no such column: "),
                                                                plan.column_positions.get(message))) from None
+        if plan.booleans:
+            rows = [tuple(bool(v) if i in plan.booleans and v is not None else v for i, v in enumerate(row))
+                    for row in rows]
         return Result(f"SELECT {len(rows)}", columns, rows)
 
 

@@ -11,7 +11,9 @@ from sqlglot import exp
 from ..catalog.schema import SCHEMA_OF_VIEW, VIEWS
 from ..catalog.sqlite import INTERVAL_COLLATION, add_functions
 from ..catalog.sql_functions import DATE_CUTS, postgres_regex, time_zone
-from ..errors import NotSupportedYet, PlanError
+from ..errors import IcesinkError, NotSupportedYet, PlanError
+from ..model.types import Column, base_type
+from .types import UNKNOWN
 from ..model.intervals import interval_parts, interval_text
 from ..grammar import ast
 from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
@@ -19,7 +21,8 @@ from ..engine.tables import generated_name, is_engine_table, storage_name
 from ..grammar import render
 from ..grammar.render import identifier
 from .plans import GeneratorQueryPlan, IcebergQueryPlan, QueryPlan
-from .query import check_distinct_on_order, check_qualified_columns, expand_distinct_on_stars, table_refs, walk
+from .query import (Relation, bind_query, check_distinct_on_order, check_qualified_columns, expand_distinct_on_stars,
+                    table_refs, walk)
 
 _SYSTEM_SCHEMAS = ("mz_catalog", "mz_internal")
 _RUNTIME = ("a query reads engine tables, system views, what Postgres sources replicate and load generators make, "
@@ -99,7 +102,7 @@ def _view_query(binder: Binder, view, replicated: Replicated | None, depth: int,
             raise NotSupportedYet(f"reading materialized view '{view.name}', which reads system views, is not "
                                   "supported yet", pos)
         stored[inner.name.name] = found
-    return render.query(statement.query, lambda inner: _named(stored[inner.name.name], inner))
+    return render.query(statement.query, lambda inner: _named(stored[inner.name.name], inner), named=True)
 
 
 def _named(stored: str | exp.Expression, ref: ast.TableRef) -> exp.Expression:
@@ -110,13 +113,6 @@ def _named(stored: str | exp.Expression, ref: ast.TableRef) -> exp.Expression:
     return exp.Subquery(this=stored, alias=alias)
 
 
-def _names_kept(tree: exp.Expression) -> exp.Expression:
-    """Each output column with the name SQLite gives the expression as written, whatever sqlite_sql rewrites it to."""
-    for select in tree.find_all(exp.Select):
-        select.set("expressions", [e if isinstance(e, (exp.Alias, exp.Column, exp.Star)) or not e.find(*_REWRITTEN)
-                                   else exp.alias_(e, e.sql(dialect="sqlite"), quoted=True)
-                                   for e in select.expressions])
-    return tree
 
 
 def _postgres_arithmetic(tree: exp.Expression) -> exp.Expression:
@@ -126,11 +122,6 @@ def _postgres_arithmetic(tree: exp.Expression) -> exp.Expression:
             return _division(node, replace)
         return node
     return tree.transform(replace)
-
-
-# the nodes sqlite_sql writes otherwise than sqlglot's SQLite would
-_REWRITTEN = (exp.Div, exp.Mod, exp.Add, exp.Sub, exp.Cast, exp.Interval, exp.Anonymous, exp.TimestampTrunc,
-              exp.DateTrunc, exp.Substring, exp.RegexpLike, exp.RegexpILike)
 
 
 # what an operand may hold to be written twice over: SQLite computes it again, at once and with no side effect
@@ -428,7 +419,7 @@ def sqlite_sql(tree: exp.Expression) -> str:
     for column in tree.find_all(exp.Column):
         column.set("db", None)
         column.set("catalog", None)
-    tree = _postgres_functions(_postgres_arithmetic(_intervals_by_length(_names_kept(tree))))
+    tree = _postgres_functions(_postgres_arithmetic(_intervals_by_length(tree)))
     for select in list(tree.find_all(exp.Select)):
         if select.args.get("distinct") is not None and select.args["distinct"].args.get("on") is not None:
             replaced = _distinct_on(select)
@@ -524,7 +515,7 @@ def _plan_iceberg_query(binder: Binder, stmt: ast.Select, refs: list[ast.TableRe
     def name_table(ref: ast.TableRef) -> exp.Table:
         return exp.Table(this=exp.to_identifier(names[id(ref)]),
                          alias=exp.TableAlias(this=identifier(ref.name.parts[-1])))
-    return IcebergQueryPlan(render.spark_sql(render.query(stmt.query, name_table)), views)
+    return IcebergQueryPlan(render.spark_sql(render.query(stmt.query, name_table, named=True)), views)
 
 
 def generator_source(binder: Binder, obj):
@@ -568,7 +559,7 @@ def over_generators(binder: Binder, query: ast.Query,
             raise refused(ref)
         relations[obj.id] = obj
         return exp.Table(this=exp.to_identifier(generated_name(obj.id)), alias=alias)
-    return render.query(query, name_table), relations
+    return render.query(query, name_table, named=True), relations
 
 
 def _plan_generator_query(tree: exp.Expression, relations: dict) -> GeneratorQueryPlan:
@@ -577,11 +568,6 @@ def _plan_generator_query(tree: exp.Expression, relations: dict) -> GeneratorQue
     if any(isinstance(f, exp.Anonymous) and f.name.lower() == "timezone" for f in tree.find_all(exp.Anonymous)):
         raise NotSupportedYet("AT TIME ZONE in a query over load generators alone (which Spark answers) is not "
                               "supported yet")
-    for select in [tree] if isinstance(tree, exp.Select) else [tree.left, tree.right]:
-        # an expression's column is named as a query over engine tables names it (`COUNT(*)`, not Spark's `count(1)`)
-        if isinstance(select, exp.Select):
-            select.set("expressions", [e if isinstance(e, (exp.Alias, exp.Column, exp.Star)) else
-                                       exp.alias_(e, e.sql(), quoted=True) for e in select.expressions])
     return GeneratorQueryPlan(render.spark_sql(tree), {generated_name(i): obj for i, obj in relations.items()})
 
 
@@ -716,9 +702,35 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
         raise NotSupportedYet("a query that joins engine tables with SHOW is not supported yet",
                               shows[0].show.name.pos)
     name_table = _with_shows(binder, name_table) if shows else name_table
-    return QueryPlan(sqlite_sql(render.query(query, name_table)), target="tables" if engine_tables else "catalog",
+    return QueryPlan(sqlite_sql(render.query(query, name_table, named=True)),
+                     target="tables" if engine_tables else "catalog",
                      column_positions=column_positions(stmt), replicated=tuple(replicated),
-                     generated=tuple(dict.fromkeys(generated)))
+                     generated=tuple(dict.fromkeys(generated)), booleans=_boolean_outputs(binder, query))
+
+
+# the system views' columns of type boolean (SQLite gives them as 0 and 1, as it does every truth value)
+_SYSTEM_BOOLEANS = {("mz_columns", "nullable")}
+
+
+def _boolean_outputs(binder: Binder, query: ast.Query) -> tuple[int, ...]:
+    """Which output columns are booleans, which SQLite answers as 0 and 1: the binder's types, where it knows them
+    (a query over relations of unknown columns, such as most system views, has none it can tell)."""
+    if any(isinstance(node, (ast.FunctionRef, ast.ShowRef)) for node in walk(query)):
+        return ()
+
+    def resolve(ref: ast.TableRef) -> Relation:
+        qualifier = ref.name.qualifier
+        if (qualifier and qualifier[0] in _SYSTEM_SCHEMAS) or (not qualifier and ref.name.name in VIEWS):
+            view = ref.name.name
+            names = [d[0] for d in binder.catalog.db.execute(f"SELECT * FROM {view} LIMIT 0").description]
+            return Relation(view, view, tuple(Column(n, "boolean" if (view, n) in _SYSTEM_BOOLEANS else UNKNOWN)
+                                              for n in names))
+        return binder.relation(ref.name)[1]
+    try:
+        columns = bind_query(query, resolve).columns
+    except IcesinkError:  # SQLite's run says it, where it is written
+        return ()
+    return tuple(i for i, c in enumerate(columns or ()) if base_type(c.type) == "boolean")
 
 
 def _over_generators_only(binder: Binder, query: ast.Query) -> tuple[exp.Expression, dict] | None:
@@ -777,4 +789,5 @@ def plan_show_create(binder: Binder, stmt: ast.ShowCreate) -> QueryPlan:
 
 def plan_show_columns(binder: Binder, stmt: ast.ShowColumns) -> QueryPlan:
     obj = binder.lookup(stmt.name, RELATION_KINDS + ("sink",), "source, table, materialized view or sink")
-    return QueryPlan("SELECT name, nullable, type FROM mz_columns WHERE id = ? ORDER BY position", (obj.id,))
+    return QueryPlan("SELECT name, nullable, type FROM mz_columns WHERE id = ? ORDER BY position", (obj.id,),
+                     booleans=(1,))

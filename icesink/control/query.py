@@ -8,6 +8,7 @@ from typing import Callable, Iterator
 
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast
+from ..grammar.output_names import output_name
 from .types import NUMERIC_ORDER, UNKNOWN, Column, base_type, normalize
 
 
@@ -222,19 +223,6 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
     return UNKNOWN
 
 
-def _output_name(item: ast.SelectItem) -> str:
-    if item.alias is not None:
-        return item.alias.value
-    expr = item.expr
-    while isinstance(expr, ast.Cast):
-        expr = expr.expr
-    if isinstance(expr, ast.ColumnRef):
-        return expr.column
-    if isinstance(expr, ast.FunctionCall):
-        return expr.name.value
-    return "?column?"
-
-
 def _from_scope(core: ast.SelectCore, resolve: Resolver, relations: list[Relation],
                 outer: _Scope | None = None) -> _Scope:
     scope = _Scope(outer)
@@ -273,7 +261,7 @@ def _bind_core(core: ast.SelectCore, resolve: Resolver, relations: list[Relation
                 columns.append(column)
                 origins.append(ast.ColumnRef((ast.Name(column.name),)))
             continue
-        columns.append(Column(_output_name(item), _expr_type(item.expr, scope, resolve)))
+        columns.append(Column(output_name(item), _expr_type(item.expr, scope, resolve)))
         origins.append(item.expr)
     names = {c.name for c in columns}
     for expr in (core.where, core.having):

@@ -138,12 +138,12 @@ def _render(binder: Binder, view: CatalogObject, query: ast.Query, pos: int,
         tables[storage_name(found.id)] = found
         return exp.Table(this=exp.to_identifier(storage_name(found.id)), alias=exp.TableAlias(this=identifier(alias)))
     if not from_subqueries:
-        flat = render.query(query, lambda inner: name_table(inner, nested=False))
+        flat = render.query(query, lambda inner: name_table(inner, nested=False), named=True)
         if flat.find(exp.Subquery, exp.Exists) or len(list(flat.find_all(exp.Select))) > 1:
             _refuse(view, "has a subquery", pos)
         if not any(r.obj.kind == "materialized-view" for r in relations):
             return flat, relations
-    tree = render.query(query, name_table)
+    tree = render.query(query, name_table, named=True)
     if not top:
         return tree, relations
     return _merged(view, tree, tables, relations, pos)
@@ -213,7 +213,7 @@ def _plan_recomputed(binder: Binder, view: CatalogObject, query: ast.Query, key:
         raise why from None
     if not engine_tables:  # system views
         raise why
-    tree = render.query(query, name_table)
+    tree = render.query(query, name_table, named=True)
     tables = list(dict.fromkeys(t.name[len(storage_name("")):] for t in tree.find_all(exp.Table)
                                 if t.name.startswith(storage_name(""))))
     if not tables:

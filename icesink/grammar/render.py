@@ -19,6 +19,7 @@ from ..errors import PlanError
 from ..model.substrings import substring_span
 from . import ast
 from .masking import CREDENTIAL_OPTIONS, REDACTED
+from .output_names import output_name
 
 # How tightly each operator binds (higher: tighter), to parenthesise only where the tree needs it.
 _BINARY = {
@@ -186,7 +187,10 @@ def _predicate(node: ast.Predicate) -> exp.Expression:
     elif node.kind == "is_null":
         built = exp.Is(this=_operand(ops[0], _PREDICATE), expression=exp.Null())
     elif node.kind == "is":  # IS TRUE, IS FALSE; IS UNKNOWN, which is IS NULL of a boolean
-        built = exp.Is(this=_operand(ops[0], _PREDICATE), expression=expression(ops[1]))
+        tested = ops[0]
+        if isinstance(tested, ast.Literal) and tested.type == "text":  # 'yes' IS TRUE reads the text as a boolean
+            tested = ast.Cast(tested, ast.DataType("boolean"), tested.pos)
+        built = exp.Is(this=_operand(tested, _PREDICATE), expression=expression(ops[1]))
     elif node.kind in ("regex", "iregex"):
         cls = exp.RegexpLike if node.kind == "regex" else exp.RegexpILike
         built = cls(this=_operand(ops[0], _PREDICATE), expression=_operand(ops[1], _PREDICATE, True))
@@ -300,7 +304,11 @@ def _select_item(item: ast.SelectItem) -> exp.Expression:
         star = exp.Star()
         return exp.Column(this=star, table=identifier(item.expr.qualifier)) if item.expr.qualifier else star
     node = expression(item.expr)
-    return exp.Alias(this=node, alias=identifier(item.alias)) if item.alias is not None else node
+    if item.alias is not None:
+        return exp.Alias(this=node, alias=identifier(item.alias))
+    if _named_outputs.get() and not isinstance(item.expr, ast.ColumnRef):  # quoted: it may be a keyword ("case")
+        return exp.Alias(this=node, alias=exp.to_identifier(output_name(item), quoted=True))
+    return node
 
 
 def _core(core: ast.SelectCore, name_table: TableNamer) -> exp.Select:
@@ -330,17 +338,25 @@ def _core(core: ast.SelectCore, name_table: TableNamer) -> exp.Select:
 # The namer of the query being rendered: a subquery inside an expression (IN, EXISTS, a scalar subquery) names its
 # relations as the query around it does, though the expressions between them do not carry it
 _enclosing_namer: ContextVar[Optional[TableNamer]] = ContextVar("icesink_enclosing_namer", default=None)
+# whether each output column without an alias is given its Postgres name, in the subqueries too (which the query
+# around them reads by those names)
+_named_outputs: ContextVar[bool] = ContextVar("icesink_named_outputs", default=False)
 
 
-def query(node: ast.Query, name_table: Optional[TableNamer] = None) -> exp.Expression:
+def query(node: ast.Query, name_table: Optional[TableNamer] = None, named: Optional[bool] = None) -> exp.Expression:
     """A query as sqlglot's tree; `name_table` turns each relation it reads into the table the target engine knows
-    (by default, as the enclosing query names them, else the name as written)."""
+    (by default, as the enclosing query names them, else the name as written). `named`: each output column is
+    aliased with the name Postgres gives it (output_names.py), not left to the engine to name (by default, as the
+    enclosing query is; a stored query keeps the text as written)."""
     name_table = name_table or _enclosing_namer.get() or table
     token = _enclosing_namer.set(name_table)
+    naming = _named_outputs.set(named) if named is not None else None
     try:
         return _query(node, name_table)
     finally:
         _enclosing_namer.reset(token)
+        if naming is not None:
+            _named_outputs.reset(naming)
 
 
 def _query(node: ast.Query, name_table: TableNamer) -> exp.Expression:

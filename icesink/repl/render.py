@@ -23,6 +23,8 @@ def make_console(file=None, stderr: bool = False) -> Console:
 def _cell(value) -> str:
     if value is None:
         return "[dim]NULL[/dim]"
+    if isinstance(value, bool):  # as psql shows them
+        return "t" if value else "f"
     return escape(str(value))
 
 

@@ -1,0 +1,44 @@
+"""The name of a query's output column that has no alias, as Postgres gives it (FigureColname): what psql shows,
+what a view's column is called, and what an enclosing query reads it by."""
+from __future__ import annotations
+
+from . import ast
+
+UNNAMED = "?column?"
+# a cast or typed literal is named by its type as Postgres spells it inside (`1::int` is `int4`)
+_TYPE_NAMES = {
+    "int": "int4", "integer": "int4", "smallint": "int2", "bigint": "int8", "real": "float4", "float": "float8",
+    "double precision": "float8", "boolean": "bool", "decimal": "numeric", "character varying": "varchar",
+    "character": "bpchar", "char": "bpchar", "timestamp with time zone": "timestamptz",
+}
+_LITERAL_TYPES = {"interval": "interval"}
+_PREDICATES = {"exists": "exists"}
+
+
+def output_name(item: ast.SelectItem) -> str:
+    if item.alias is not None:
+        return item.alias.value
+    return _figured(item.expr) or UNNAMED
+
+
+def _figured(expr) -> str | None:
+    """The expression's name, or None where Postgres has none for it (and a cast around it takes its type's)."""
+    if isinstance(expr, ast.ColumnRef):
+        return expr.column
+    if isinstance(expr, ast.Literal):  # Postgres reads `INTERVAL '1 day'` as a cast to its type
+        return _LITERAL_TYPES.get(expr.type)
+    if isinstance(expr, ast.Cast):
+        return _figured(expr.expr) or _TYPE_NAMES.get(expr.type.name, expr.type.name)
+    if isinstance(expr, ast.FunctionCall):
+        if expr.name.value == "[]":  # a subscript is named by what it subscripts
+            return _figured(expr.args[0])
+        return expr.name.value
+    if isinstance(expr, ast.Case):
+        return "case"
+    if isinstance(expr, ast.RowConstructor):
+        return "row"
+    if isinstance(expr, ast.Predicate):
+        return _PREDICATES.get(expr.kind)
+    if isinstance(expr, ast.Subquery):  # a scalar subquery is named by its one column
+        return output_name(expr.query.cores[0].items[0])
+    return None
