@@ -1,5 +1,5 @@
 """Postgres's scalar functions that SQLite lacks, as SQLite functions: queries over engine tables and system views,
-and INSERT … SELECT, run on SQLite (control/queries.py turns the calls into these names). Values arrive as SQLite
+and INSERT … SELECT, run on SQLite (control/sqlite_sql.py turns the calls into these names). Values arrive as SQLite
 holds them: text in Postgres's output form for timestamps, numbers as numbers; NULL in gives NULL out, except for
 concat, which skips NULLs as Postgres does."""
 from __future__ import annotations
@@ -141,7 +141,7 @@ _UNITS = ("microseconds", "milliseconds", "second", "minute", "hour", "day", "we
 
 
 # date_trunc to these units of a timestamp as the store keeps it ('2026-11-01 10:42:07', no fraction or zone): the
-# text to keep, and what follows it (queries.py cuts such values in SQLite's own terms the same way)
+# text to keep, and what follows it (sqlite_sql.py cuts such values in SQLite's own terms the same way)
 DATE_CUTS = {"day": (10, " 00:00:00"), "hour": (13, ":00:00"), "minute": (16, ":00")}
 
 

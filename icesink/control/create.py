@@ -15,7 +15,7 @@ from . import options as opts
 from .binder import Binder
 from .intervals import parse_interval_ms
 from .plans import AlterConnectionPlan, CreatePlan, NoticePlan
-from .queries import check_functions
+from .call_checks import check_functions
 from .query import (bind_query, check_distinct_on_order, check_qualified_columns, expand_distinct_on_stars,
                     table_refs, walk)
 from ..catalog_connections import CONNECTION_KINDS

@@ -45,7 +45,7 @@ class Executor:
         self.tables = tables
         self.spark = spark  # the session's SparkSession, started with its settings on first use
         self.session_settings = session_settings
-        # a query over system views casts as one over engine tables does (control/queries.py: icesink_in)
+        # a query over system views casts as one over engine tables does (control/sqlite_sql.py: icesink_in)
         add_input_function(catalog.db)
 
     def secret_value(self, secret_id: str) -> str:

@@ -27,7 +27,8 @@ from ..grammar.render import identifier
 from ..model.descriptors import ViewInput, ViewSide
 from .binder import KIND_WORDS, Binder
 from .query import table_refs, walk
-from .queries import generator_source, sqlite_sql
+from .queries import generator_source
+from .sqlite_sql import sqlite_sql
 
 CHANGES, TOUCHED, TOUCHED_ALIAS = "_icesink_changes", "_icesink_touched", "_icesink_t"
 OFFSET, TS = "_icesink_offset", "_icesink_ts"

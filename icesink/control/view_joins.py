@@ -17,7 +17,7 @@ from ..catalog.store import CatalogObject
 from ..engine.tables import storage_name
 from ..engine.values import INT_RANGES
 from ..model.descriptors import ViewInput, ViewSide
-from .queries import distinct_on_terms, sqlite_sql
+from .sqlite_sql import distinct_on_terms, sqlite_sql
 from .view_inputs import (CHANGES, OFFSET, TOUCHED, TOUCHED_ALIAS, TS, Relation, _index_key, _refuse, _same,
                           group_column, index_keys, index_order, key_column)
 

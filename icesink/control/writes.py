@@ -18,8 +18,9 @@ from .copy_from import FORMATS, CopyOptions
 from .plans import CopyPlan, InsertRowsPlan, WritePlan
 from ..grammar import render
 from ..grammar.render import identifier
-from .queries import (check_table_functions, cheap, column_positions, engine_table_storage, sqlite_sql,
-                      sqlite_tables, typeof_is)
+from .call_checks import check_table_functions
+from .queries import column_positions, engine_table_storage, sqlite_tables
+from .sqlite_sql import cheap, sqlite_sql, typeof_is
 from .query import check_qualified_columns, table_refs
 
 INPUT_FUNCTION = "icesink_in"
