@@ -463,6 +463,11 @@ def test_a_reader_that_read_a_replicated_table_from_the_start_exports_no_snapsho
     ("SELECT substring(v FROM 2 FOR -1) FROM ev", "negative substring length not allowed", "-1"),
     ("CREATE MATERIALIZED VIEW v AS SELECT ts AT TIME ZONE 'Mars/Olympus' FROM ev",
      "time zone \"Mars/Olympus\" not recognized", "'Mars"),
+    # SQLite would compute a number from the interval's text ('01:00:00' * 2 is 2), or fail on a row
+    ("SELECT ts - INTERVAL '1 hour' * 2 FROM ev", "interval arithmetic (interval * integer) is not supported yet: a "
+     "timestamp or date plus or minus an interval literal is", "* 2"),
+    ("CREATE MATERIALIZED VIEW v AS SELECT id, ts + (ts - ts) FROM ev", "interval arithmetic (timestamp + interval) "
+     "is not supported yet: a timestamp or date plus or minus an interval literal is", "+ (ts"),
 ])
 def test_a_call_that_would_not_run_is_refused_where_it_is_written(events_with_times, sql, message, call):
     """A view's query is refused when it is created, not accepted and then failed by each batch of its sinks."""

@@ -202,8 +202,10 @@ def test_replica_identity_full_and_excluded_columns(pg):
     assert rows(pg, "SHOW COLUMNS FROM hosts") == [("id", 0, "integer")]
 
 
-NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, PRIMARY KEY (id)); "
-                "INSERT INTO t VALUES (1, 'a', 3, true), (2, 'a', 5, false), (3, 'b', NULL, NULL)")
+NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc jsonb, PRIMARY KEY (id)); "
+                "INSERT INTO t VALUES (1, 'a', 3, true, '{\"k\": 1, \"on\": true, \"s\": \"x\", \"n\": "
+                "{\"m\": [1.5, \"y\"]}}'), (2, 'a', 5, false, '{\"k\": 2, \"on\": false, \"n\": null}'), "
+                "(3, 'b', NULL, NULL, NULL)")
 
 
 @pytest.mark.parametrize("sql", [
@@ -218,6 +220,10 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, PRI
     "SELECT id, ok, NOT ok, x > 3, x IS NULL, ok IS TRUE, 'yes' IS TRUE, 'off' IS FALSE, g LIKE 'a%', "
     "EXISTS (SELECT 1 FROM t WHERE ok) FROM t ORDER BY id",
     "SELECT ok, count(*) FROM t GROUP BY ok ORDER BY ok",
+    "SELECT g, bool_and(ok), bool_or(ok), every(x > 3) FROM t GROUP BY g ORDER BY g",
+    # ->> gives text, as Postgres does, whatever the JSON value; -> and ->> chain from the left
+    "SELECT id, doc ->> 'k', doc->>'on', doc ->> 's', doc -> 'n' -> 'm' ->> 0, doc->'n'->'m'->>1, "
+    "(doc ->> 'k')::int + 1, doc ->> 'k' = '1', doc ->> 'missing' FROM t ORDER BY id",
 ])
 def test_a_select_names_its_columns_and_gives_its_truth_values_as_postgres_does(session, postgres, sql):
     """Each column as psql shows it, by Postgres's own answer to the same query over the same rows: an output

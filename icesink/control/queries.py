@@ -7,7 +7,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..catalog.schema import SCHEMA_OF_VIEW, VIEWS
-from ..errors import IcesinkError, NotSupportedYet, PlanError
+from ..errors import NotSupportedYet, PlanError
 from ..model.types import Column, base_type
 from .types import UNKNOWN
 from ..grammar import ast
@@ -267,7 +267,7 @@ def _boolean_outputs(binder: Binder, query: ast.Query) -> tuple[int, ...]:
         return binder.relation(ref.name)[1]
     try:
         columns = bind_query(query, resolve).columns
-    except IcesinkError:  # SQLite's run says it, where it is written
+    except PlanError:  # SQLite's run says it, where it is written (what none runs yet is refused here)
         return ()
     return tuple(i for i, c in enumerate(columns or ()) if base_type(c.type) == "boolean")
 

@@ -124,6 +124,13 @@ class _Scope:
         return tuple(c for cols in entries for c in cols)
 
 
+def _interval_literal(expr) -> bool:
+    """`INTERVAL '1 day'` or `'1 day'::interval`: what a moment may be moved by (SQLite's rewrite computes no other)."""
+    if isinstance(expr, ast.Cast) and normalize(expr.type) == "interval":
+        expr = expr.expr
+    return isinstance(expr, ast.Literal) and expr.type in ("interval", "text")
+
+
 def _wider(a: str, b: str) -> str:
     a, b = base_type(a), base_type(b)
     if a in NUMERIC_ORDER and b in NUMERIC_ORDER:
@@ -146,7 +153,12 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         if expr.op == "-" and base_type(left) in _MOMENTS and base_type(right) in _MOMENTS:
             return "integer" if base_type(left) == base_type(right) == "date" else "interval"
         moment = next((t for t in (left, right) if base_type(t) in _MOMENTS), None)
-        if expr.op in ("+", "-") and moment is not None and "interval" in (base_type(left), base_type(right)):
+        if "interval" in (base_type(left), base_type(right)) and expr.op in ("+", "-", "*", "/", "%"):
+            interval = expr.right if base_type(right) == "interval" else expr.left
+            if expr.op not in ("+", "-") or moment is None or not _interval_literal(interval):
+                raise NotSupportedYet(f"interval arithmetic ({base_type(left)} {expr.op} {base_type(right)}) is not "
+                                      "supported yet: a timestamp or date plus or minus an interval literal is",
+                                      expr.pos)
             return "timestamp" if base_type(moment) == "date" else moment  # a date moved by an interval: a timestamp
         if expr.op in ("+", "-") and moment is not None:
             other = right if moment is left else left
@@ -205,7 +217,7 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
             return "text"
         if name in ("length", "char_length", "position", "strpos", "octet_length", "ascii"):
             return "integer"
-        if name == "starts_with":
+        if name in ("starts_with", "bool_and", "bool_or", "every"):
             return "boolean"
         if name == "make_date":
             return "date"

@@ -94,6 +94,8 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
             return moved if moved is not None else _text_arithmetic(node, replace)
         if isinstance(node, exp.Cast):
             return _cast(node, replace)
+        if isinstance(node, exp.JSONExtractScalar):
+            return _json_text(node, replace)
         if isinstance(node, exp.Substring):
             return _substring(node, replace)
         if isinstance(node, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)) and (
@@ -116,10 +118,12 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
 
 
 # casts SQLite would get wrong, by the type's name in sqlglot's tree: DATETIME() drops a timestamp's fraction and
-# zone, and a type named with INT in it (TIMESTAMPTZ, INTERVAL) takes the number its text begins with; they go
-# through the column type's input function (icesink_in), as Postgres reads a value of the type
+# zone, a type named with INT in it (TIMESTAMPTZ, INTERVAL) takes the number its text begins with, and one of no
+# type SQLite knows (JSONB, UUID) a number too, 0 for text that is none; they go through the column type's input
+# function (icesink_in), as Postgres reads a value of the type
 _CAST_TYPES = {exp.DataType.Type.TIMESTAMP: "timestamp", exp.DataType.Type.TIMESTAMPTZ: "timestamp with time zone",
-               exp.DataType.Type.INTERVAL: "interval"}
+               exp.DataType.Type.INTERVAL: "interval", exp.DataType.Type.JSONB: "jsonb",
+               exp.DataType.Type.JSON: "jsonb", exp.DataType.Type.UUID: "uuid"}
 
 
 def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
@@ -171,6 +175,17 @@ def _text_arithmetic(node: exp.Add | exp.Sub, replace: Callable) -> exp.Expressi
     native = type(node)(this=left.copy(), expression=right.copy())
     return exp.Case(ifs=[exp.If(this=exp.or_(_moment_text(left), _moment_text(right)), true=call)],
                     default=exp.Paren(this=native))
+
+
+def _json_text(node: exp.JSONExtractScalar, replace: Callable) -> exp.Expression:
+    """`doc ->> key` as Postgres gives it, text: SQLite's `->>` gives a JSON number as a number and true and false
+    as 1 and 0."""
+    document, path = node.this.transform(replace), node.expression
+    value = exp.JSONExtractScalar(this=document, expression=path.copy(), only_json_types=True)
+    kind = exp.Anonymous(this="json_type", expressions=[document.copy(), path.copy()])
+    return exp.Case(this=kind, ifs=[exp.If(this=exp.Literal.string(b), true=exp.Literal.string(b))
+                                    for b in ("true", "false")],
+                    default=exp.Cast(this=value, to=exp.DataType.build("text")))
 
 
 def _repeatable(value: exp.Expression) -> bool:
