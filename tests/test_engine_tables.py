@@ -664,6 +664,10 @@ def test_a_view_is_read_by_the_column_names_it_shows_and_views_over_it_are_kept_
                     "CREATE MATERIALIZED VIEW v2 AS SELECT upper, count(*), max(x) FROM v1 GROUP BY upper")
     assert [r[0] for r in rows(session, "SHOW COLUMNS FROM v1")] == session.execute(
         "SELECT * FROM v1")[-1].columns == ["id", "x", "upper"]
+    # its stored text reads EXTRACT as date_part: the view's own names are the ones SELECT gives
+    session.execute("CREATE MATERIALIZED VIEW v3 AS SELECT id, EXTRACT(year FROM DATE '2026-01-01') FROM t")
+    assert session.execute("SELECT * FROM v3")[-1].columns == ["id", "extract"]
+    assert rows(session, "SELECT extract FROM v3 WHERE id = 1") == [(2026,)]
     assert rows(session, "SELECT x, upper FROM v1 WHERE x IS NOT NULL ORDER BY x") == [("3", "A"), ("5", "A")]
     result = session.execute("SELECT * FROM v2 ORDER BY upper")[-1]
     assert (result.columns, result.rows) == (["upper", "count", "max"], [("A", 2, "5"), ("B", 1, None)])

@@ -213,7 +213,8 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     "DATE '2026-01-01', TIMESTAMP '2026-01-01 10:00:00', true, INTERVAL '1 day', CASE WHEN x > 1 THEN 1 END, "
     "coalesce(x, 0), upper(g), -x, x || 'y' FROM t GROUP BY g, x ORDER BY g, x",
     "SELECT (SELECT max(id) FROM t), EXISTS (SELECT 1 FROM t), (SELECT g AS name FROM t LIMIT 1), "
-    "length(g)::text FROM t WHERE id = 1",
+    "length(g)::text, EXTRACT(year FROM DATE '2026-01-31')::int, position('a' IN g), substring(g FROM 1 FOR 1), "
+    "date_part('month', DATE '2026-01-31')::int FROM t WHERE id = 1",
     "SELECT * FROM (SELECT upper(g), x::text, count(*) FROM t GROUP BY g, x) s ORDER BY 1, 2",
     "SELECT count FROM (SELECT count(*) FROM t) s",
     "SELECT upper(g), count(*) FROM t GROUP BY upper ORDER BY count DESC, upper",

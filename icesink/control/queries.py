@@ -14,6 +14,7 @@ from ..grammar import ast
 from .binder import KIND_WORDS, RELATION_KINDS, Binder, describe
 from ..engine.tables import generated_name, is_engine_table, storage_name
 from ..grammar import render
+from ..grammar.output_names import named_as
 from ..grammar.render import identifier
 from .plans import GeneratorQueryPlan, IcebergQueryPlan, QueryPlan
 from .call_checks import check_functions, check_table_functions
@@ -99,7 +100,8 @@ def _view_query(binder: Binder, view, replicated: Replicated | None, depth: int,
             raise NotSupportedYet(f"reading materialized view '{view.name}', which reads system views, is not "
                                   "supported yet", pos)
         stored[inner.name.name] = found
-    return render.query(statement.query, lambda inner: _named(stored[inner.name.name], inner), named=True)
+    return render.query(named_as(statement.query, [c.name for c in view.descriptor.columns]),
+                        lambda inner: _named(stored[inner.name.name], inner), named=True)
 
 
 def _named(stored: str | exp.Expression, ref: ast.TableRef) -> exp.Expression:
@@ -184,7 +186,7 @@ def over_generators(binder: Binder, query: ast.Query,
         if obj is not None and obj.kind == "materialized-view":
             if depth >= MAX_VIEW_DEPTH:
                 raise PlanError(f"materialized view '{obj.name}' reads views {MAX_VIEW_DEPTH} deep", ref.name.pos)
-            inner = parse_statement(obj.descriptor.query_sql).query
+            inner = named_as(parse_statement(obj.descriptor.query_sql).query, [c.name for c in obj.descriptor.columns])
             return exp.Subquery(this=render.query(inner, lambda r: name_table(r, depth + 1)), alias=alias)
         if generator_source(binder, obj) is None:
             raise refused(ref)

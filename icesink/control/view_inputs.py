@@ -23,6 +23,7 @@ from ..engine.tables import is_engine_table, storage_name
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
 from ..grammar.parser import parse_statement
+from ..grammar.output_names import named_as
 from ..grammar.render import identifier
 from ..model.descriptors import ViewInput, ViewSide
 from .binder import KIND_WORDS, Binder
@@ -133,8 +134,9 @@ def _render(binder: Binder, view: CatalogObject, query: ast.Query, pos: int,
             _refuse(view, "has a subquery", pos)
         found = _relation(binder, view, inner, "", pos).obj  # by its name: subqueries may reuse an alias
         if found.kind == "materialized-view" and nested:
-            inner_tree, _ = _render(binder, view, parse_statement(found.descriptor.query_sql).query, pos, tables,
-                                    top=False)
+            inner_query = named_as(parse_statement(found.descriptor.query_sql).query,
+                                   [c.name for c in found.descriptor.columns])
+            inner_tree, _ = _render(binder, view, inner_query, pos, tables, top=False)
             return exp.Subquery(this=inner_tree, alias=exp.TableAlias(this=identifier(alias)))
         tables[storage_name(found.id)] = found
         return exp.Table(this=exp.to_identifier(storage_name(found.id)), alias=exp.TableAlias(this=identifier(alias)))

@@ -170,6 +170,8 @@ class FunctionCall:
     star: bool = False
     filter: Optional[object] = None
     over: Optional[Window] = None
+    # the output column's name where the call was written as other syntax (EXTRACT is date_part, named extract)
+    shown: Optional[str] = None
 
     @property
     def pos(self) -> int:

@@ -2,6 +2,8 @@
 what a view's column is called, and what an enclosing query reads it by."""
 from __future__ import annotations
 
+import dataclasses
+
 from . import ast
 
 UNNAMED = "?column?"
@@ -32,7 +34,7 @@ def _figured(expr) -> str | None:
     if isinstance(expr, ast.FunctionCall):
         if expr.name.value == "[]":  # a subscript is named by what it subscripts
             return _figured(expr.args[0])
-        return expr.name.value
+        return expr.shown or expr.name.value
     if isinstance(expr, ast.Case):
         return "case"
     if isinstance(expr, ast.RowConstructor):
@@ -42,3 +44,14 @@ def _figured(expr) -> str | None:
     if isinstance(expr, ast.Subquery):  # a scalar subquery is named by its one column
         return output_name(expr.query.cores[0].items[0])
     return None
+
+
+def named_as(query: ast.Query, names: list[str]) -> ast.Query:
+    """`query` with its output columns aliased `names` (a view's, as its catalog entry has them), whatever names the
+    stored text would give them now; unchanged when a `*` leaves the count of its columns to its relations."""
+    core = query.cores[0]
+    if len(core.items) != len(names) or any(isinstance(i.expr, ast.Star) for i in core.items):
+        return query
+    items = tuple(dataclasses.replace(item, alias=ast.Name(name, quoted=True))
+                  for item, name in zip(core.items, names))
+    return dataclasses.replace(query, cores=(dataclasses.replace(core, items=items), *query.cores[1:]))

@@ -774,7 +774,7 @@ class AstBuilder(Transformer_NonRecursive):
                 raise SyntaxRuleError("EXTRACT takes a field name such as hour or epoch before FROM",
                                       getattr(first, "pos", function.pos))
             return ast.FunctionCall(ast.Name("date_part", pos=function.pos),
-                                    (ast.Literal(field.lower(), "text", first.pos), parts["FROM"]))
+                                    (ast.Literal(field.lower(), "text", first.pos), parts["FROM"]), shown="extract")
         if function.value == "substring":
             start = parts.get("FROM", ast.Literal("1", "numeric"))
             return ast.FunctionCall(function, (first, start, *([parts["FOR"]] if "FOR" in parts else ())))
@@ -791,7 +791,7 @@ class AstBuilder(Transformer_NonRecursive):
         function = make_name(c[0])
         if function.value != "position":
             raise SyntaxRuleError(f"only POSITION takes (substring IN text), not {function}", c[2].start_pos)
-        return ast.FunctionCall(ast.Name("strpos", pos=function.pos), (c[3], c[1]))
+        return ast.FunctionCall(ast.Name("strpos", pos=function.pos), (c[3], c[1]), shown="position")
 
     def interval_literal(self, c):
         return ast.Literal(unquote_string(c[1]), "interval", c[0].start_pos)
@@ -819,7 +819,7 @@ class AstBuilder(Transformer_NonRecursive):
             found = args[0][1][0]  # `position(a IN (b))`: the grammar read an IN list of one (see `predicate`)
             if isinstance(found, ast.Predicate) and found.kind == "in" and not found.negated and len(
                     found.operands) == 2:
-                return ast.FunctionCall(ast.Name("strpos", pos=name.pos), found.operands[::-1])
+                return ast.FunctionCall(ast.Name("strpos", pos=name.pos), found.operands[::-1], shown="position")
         return ast.FunctionCall(name, args[0][1] if args else (), bool(args) and args[0][2], star,
                                 filt[0] if filt else None, over)
 
