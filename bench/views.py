@@ -5,7 +5,8 @@ engine (statements, the table's change log, the scheduler, Spark, the view's rec
         [--write-mode merge-on-read|copy-on-write] [--view summary|joined|latest] [--changes moves|inserts]
 
 For each input size: fills `user_events` (`INSERT … SELECT … FROM generate_series`: --users users, timestamps over
-a day), creates the view and a sink on it (COMMIT INTERVAL 5 s), waits for the first batch (the whole view), then
+a day: 100,000 users make 10M events about 4 to a group of user and hour, and 1M events about 1; `--users
+1000000,100000` keeps both at about 1), creates the view and a sink on it (COMMIT INTERVAL 5 s), waits for the first batch (the whole view), then
 a writing client (a process of its own) changes --rate events once a second for --seconds: `moves` updates a
 range of ids, moving each event to another hour and session (two groups touched per change, and an entry of the
 view's index moved from anywhere in it); `inserts` adds new events, a second of the next day's time each
@@ -164,7 +165,9 @@ def main() -> None:
         return
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", default="10000000,1000000")
-    parser.add_argument("--users", type=int, default=100_000)
+    parser.add_argument("--users", default="100000",
+                        help="users of each input size, in --rows's order (the last for the rest): the same users "
+                             "make a larger input's groups larger, and users in proportion keep their sizes")
     parser.add_argument("--rate", type=int, default=50_000, help="events updated a second")
     parser.add_argument("--seconds", type=int, default=60)
     parser.add_argument("--write-mode", choices=("merge-on-read", "copy-on-write"), default="merge-on-read",
@@ -179,9 +182,11 @@ def main() -> None:
     logging.getLogger("icesink.sink").setLevel(logging.INFO)
     spark = get_spark()
     sizes = [int(r) for r in args.rows.split(",")]
-    first = run(spark, sizes[0], args.users, args.rate, args.seconds, args.write_mode, args.view, args.changes)
-    for rows in sizes[1:]:  # the same changes a second as the first input took, so that batches compare
-        other = run(spark, rows, args.users, first[2], args.seconds, args.write_mode, args.view, args.changes)
+    users = [int(u) for u in args.users.split(",")]
+    users += users[-1:] * (len(sizes) - len(users))
+    first = run(spark, sizes[0], users[0], args.rate, args.seconds, args.write_mode, args.view, args.changes)
+    for rows, each in zip(sizes[1:], users[1:]):  # the same changes a second as the first took, so batches compare
+        other = run(spark, rows, each, first[2], args.seconds, args.write_mode, args.view, args.changes)
         print(f"over {sizes[0]:,} input rows against {rows:,}, at {first[2]:,} changes/s: batch p50 "
               f"{first[0] / other[0]:.2f}x, time per change {first[1] / other[1]:.2f}x (target ≤ 1.5x: the cost "
               "follows the changes)")
