@@ -14,7 +14,8 @@ from . import ast
 from .bulk import scan_insert
 from .lexical import TERMINALS, grammar_text, keywords, lex
 from .masking import iter_secret_spans
-from .transformer import AstBuilder, SyntaxRuleError
+from .tokens import SyntaxRuleError
+from .transformer import AstBuilder
 
 # Expected-token sets that are better said as one phrase: (phrase, tokens that trigger it, tokens it covers).
 _CATEGORIES = (
