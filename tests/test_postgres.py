@@ -225,6 +225,8 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     # ->> gives text, as Postgres does, whatever the JSON value; -> and ->> chain from the left
     "SELECT id, doc ->> 'k', doc->>'on', doc ->> 's', doc -> 'n' -> 'm' ->> 0, doc->'n'->'m'->>1, "
     "(doc ->> 'k')::int + 1, doc ->> 'k' = '1', doc ->> 'missing' FROM t ORDER BY id",
+    "SELECT id, EXTRACT(EPOCH FROM to_timestamp(id * 100000000 + 0.25))::float8, to_timestamp(id) < "
+    "to_timestamp(id + 1), EXTRACT(hour FROM to_timestamp(id * 3600))::int FROM t ORDER BY id",
 ])
 def test_a_select_names_its_columns_and_gives_its_truth_values_as_postgres_does(session, postgres, sql):
     """Each column as psql shows it, by Postgres's own answer to the same query over the same rows: an output

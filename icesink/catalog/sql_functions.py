@@ -337,6 +337,24 @@ def timezone(zone, value):
     return moment.astimezone(where).replace(tzinfo=None).isoformat(sep=" ")
 
 
+def to_timestamp(seconds):
+    """Postgres's to_timestamp(seconds since the epoch): a timestamp with time zone, held in UTC, to the
+    microsecond (sqlglot calls it UNIX_TO_TIME)."""
+    if seconds is None:
+        return None
+    try:
+        number = float(seconds)
+    except ValueError:
+        raise ValueError(f"invalid input syntax for type double precision: \"{seconds}\"") from None
+    try:
+        return (_EPOCH + dt.timedelta(microseconds=round(number * 1_000_000))).isoformat(sep=" ")
+    except (ValueError, OverflowError):
+        raise ValueError(f"timestamp out of range: \"{seconds}\"") from None
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
 @lru_cache(maxsize=64)
 def time_zone(name: str) -> dt.tzinfo:
     """A time zone by its name, in any case, as Postgres takes it ('UTC', 'Europe/Paris')."""
@@ -394,7 +412,7 @@ FUNCTIONS = {
     "date_part": (2, date_part), "concat_ws": (-1, concat_ws), "initcap": (1, initcap),
     "starts_with": (2, starts_with), "octet_length": (1, octet_length), "reverse": (1, reverse),
     "translate": (3, translate), "ascii": (1, ascii_code), "make_date": (3, make_date), "gcd": (2, gcd),
-    "lcm": (2, lcm), "cbrt": (1, cbrt), "timezone": (2, timezone),
+    "lcm": (2, lcm), "cbrt": (1, cbrt), "timezone": (2, timezone), "unix_to_time": (1, to_timestamp),
     "icesink_substring": (-1, substring), "icesink_regex": (2, regex_match),
     "icesink_iregex": (2, regex_match_insensitive),
 }
