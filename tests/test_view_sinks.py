@@ -54,7 +54,8 @@ FROM user_events e JOIN users u ON u.id = e.user_id ORDER BY e.user_id, e.amount
 CREATE MATERIALIZED VIEW per_hour AS SELECT date_trunc('hour', event_timestamp) AS hour, count(*) AS n,
   every(amount > 1) AS all_paid FROM user_events GROUP BY hour;
 CREATE MATERIALIZED VIEW paid_by_user AS WITH paid AS (SELECT user_id, amount, session_id FROM user_events
-  WHERE amount > 2) SELECT user_id, count(*) AS n, sum(amount) AS total, count(DISTINCT session_id) AS sessions
+  WHERE amount > 2) SELECT user_id, count(*) AS n, sum(amount) AS total, count(DISTINCT session_id) AS sessions,
+  array_agg(DISTINCT session_id) FILTER (WHERE amount > 40) AS big_sessions
 FROM paid GROUP BY user_id;
 CREATE MATERIALIZED VIEW placed_events AS SELECT e.id, e.doubled, r.region FROM (SELECT id, user_id, amount * 2 AS
   doubled FROM user_events WHERE amount > 10) e JOIN (SELECT id, region FROM users) r ON r.id = e.user_id;
@@ -98,7 +99,7 @@ VIEWS = {"summary_lake": ("user_activity_summary", "user_id, hour, event_count, 
          "latest_event_lake": ("latest_event", "user_id, id, amount, due, minute", "user_id"),
          "top_by_user_lake": ("top_by_user", "user_id, region, amount", "user_id"),
          "per_hour_lake": ("per_hour", "hour, n, all_paid", "hour"),
-         "paid_lake": ("paid_by_user", "user_id, n, total, sessions", "user_id"),
+         "paid_lake": ("paid_by_user", "user_id, n, total, sessions, big_sessions", "user_id"),
          "placed_lake": ("placed_events", "id, doubled, region", "id")}
 INPUTS = {"regions_lake": ("user_events", "users"), "enriched_lake": ("user_events", "users"),
           "big_by_region_lake": ("user_events", "users"), "ledger_lake": ("user_events", "users", "refunds"),
@@ -163,9 +164,16 @@ def _run_until_caught_up(session, spark, sink: str, view: str, *tables: str) -> 
 
 
 def _normal(value):
-    """SQLite answers timestamps and numeric values as text, numeric sums and averages as floats."""
+    """SQLite answers timestamps and numeric values as text, numeric sums and averages as floats, and arrays as JSON
+    (array_agg's elements in no set order)."""
     import datetime as dt
+    import json
     from decimal import Decimal, InvalidOperation
+
+    if isinstance(value, str) and value.startswith("["):
+        value = json.loads(value)
+    if isinstance(value, list):
+        return tuple(sorted(value, key=str))
 
     if isinstance(value, str) and value[:4].isdigit() and len(value) >= 19:
         return dt.datetime.fromisoformat(value)

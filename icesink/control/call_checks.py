@@ -44,12 +44,17 @@ def check_functions(query, materialized: bool = False) -> None:
             raise NotSupportedYet("mz_now() is not supported yet: icesink's views keep no temporal filters", pos)
         if name in ("substring", "substr") and len(call.args) == 3 and _negative(call.args[2]):
             raise PlanError("negative substring length not allowed", call.args[2].pos)
+        if name in _ONE_ARGUMENT and len(call.args) != 1:  # sqlglot's node for it would drop the others
+            raise PlanError(f"function {name}() does not take {len(call.args)} arguments", pos)
         if materialized and name in UNMATERIALIZABLE:
             raise PlanError(f"cannot materialize call to {name}(): its value changes while the view's inputs "
                             "do not", pos)
         problem, known = _tried_alone(name, len(call.args), call.distinct, call.star, call.over is not None)
         if problem is not None:
             _refuse_call(name, len(call.args), problem, known, pos)
+
+
+_ONE_ARGUMENT = frozenset({"array_agg", "list_agg"})
 
 
 def _negative(value) -> bool:
@@ -101,7 +106,7 @@ def _refuse_call(name: str, arguments: int, problem: str, known: bool, pos: int)
 
 
 # Postgres's and Materialize's functions sqlglot does not know by name, which no query here runs yet
-_POSTGRES_ONLY = frozenset({"jsonb_agg", "json_agg", "list_agg", "jsonb_object_agg", "json_object_agg",
+_POSTGRES_ONLY = frozenset({"jsonb_agg", "json_agg", "jsonb_object_agg", "json_object_agg",
                             "percentile_cont", "percentile_disc", "to_char", "regexp_match", "regexp_replace",
                             "age", "isfinite", "quote_ident", "quote_literal", "jsonb_build_object",
                             "json_build_object", "make_timestamp", "make_interval", "date_bin", "justify_hours",

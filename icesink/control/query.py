@@ -203,6 +203,8 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
             return _RANKS[name]
         if name in ("lag", "lead", "nth_value") and arg_types:
             return arg_types[0]
+        if name in ("array_agg", "list_agg") and len(arg_types) == 1:  # Materialize's list is icesink's array
+            return UNKNOWN if arg_types[0] == UNKNOWN else f"{arg_types[0]}[]"
         if name in _AGGREGATE_TYPES:
             return _AGGREGATE_TYPES[name]
         if name == "sum" and arg_types:

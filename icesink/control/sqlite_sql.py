@@ -85,6 +85,9 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
             return exp.Anonymous(this=name, expressions=[a.transform(replace) for a in _arguments(node, known[1])])
         if isinstance(node, exp.Anonymous) and node.name.lower() == "every":  # Postgres's other name for bool_and
             return exp.Min(this=node.expressions[0].transform(replace)) if len(node.expressions) == 1 else node
+        if (_array_aggregate(node) and not isinstance(node.parent, exp.Filter)) or (
+                isinstance(node, exp.Filter) and _array_aggregate(node.this)):
+            return _array_agg(node, replace)
         if isinstance(node, exp.Anonymous) and node.name.lower() == "string_agg":
             return exp.Anonymous(this="group_concat", expressions=[a.transform(replace) for a in node.expressions])
         if isinstance(node, exp.Anonymous) and node.name.lower() == "row":  # a record, as its fields in JSON
@@ -175,6 +178,26 @@ def _text_arithmetic(node: exp.Add | exp.Sub, replace: Callable) -> exp.Expressi
     native = type(node)(this=left.copy(), expression=right.copy())
     return exp.Case(ifs=[exp.If(this=exp.or_(_moment_text(left), _moment_text(right)), true=call)],
                     default=exp.Paren(this=native))
+
+
+def _array_aggregate(node: exp.Expression) -> bool:
+    return isinstance(node, exp.ArrayAgg) or (isinstance(node, exp.Anonymous) and node.name.lower() == "list_agg")
+
+
+def _array_agg(node: exp.Expression, replace: Callable) -> exp.Expression:
+    """array_agg (and Materialize's list_agg) as the array the store keeps, JSON, its elements in the order SQLite
+    aggregates the rows; NULL, as in Postgres, where no row is aggregated (with FILTER too; a window's frame keeps
+    SQLite's empty array)."""
+    filtered = node.args.get("expression") if isinstance(node, exp.Filter) else None
+    call = node.this if isinstance(node, exp.Filter) else node
+    arguments = call.expressions if isinstance(call, exp.Anonymous) else [call.this]
+    array = exp.Anonymous(this="json_group_array", expressions=[a.transform(replace) for a in arguments])
+    rows = exp.Count(this=exp.Star())
+    if filtered is not None:
+        array, rows = (exp.Filter(this=e, expression=filtered.transform(replace)) for e in (array, rows))
+    if isinstance(node.parent, exp.Window):
+        return array
+    return exp.Case(ifs=[exp.If(this=exp.GT(this=rows, expression=exp.Literal.number(0)), true=array)])
 
 
 def _json_text(node: exp.JSONExtractScalar, replace: Callable) -> exp.Expression:
