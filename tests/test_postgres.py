@@ -229,6 +229,10 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     "(doc ->> 'k')::int + 1, doc ->> 'k' = '1', doc ->> 'missing' FROM t ORDER BY id",
     "SELECT g, array_agg(x) FILTER (WHERE x > 4), array_agg(id) FILTER (WHERE false), array_agg(DISTINCT g) "
     "FROM t GROUP BY g ORDER BY g",
+    "SELECT g, string_agg(x::text, ',' ORDER BY x DESC), array_agg(id ORDER BY id DESC), array_agg(x ORDER BY x "
+    "NULLS FIRST), string_agg(DISTINCT g, '|' ORDER BY g) FILTER (WHERE id > 1), array_agg(ok ORDER BY ok DESC, id) "
+    "FROM t GROUP BY g ORDER BY g",
+    "SELECT string_agg(g, '' ORDER BY g DESC, id), array_agg(x ORDER BY x DESC NULLS LAST) FROM t",
     "SELECT id, EXTRACT(EPOCH FROM to_timestamp(id * 100000000 + 0.25))::float8, to_timestamp(id) < "
     "to_timestamp(id + 1), EXTRACT(hour FROM to_timestamp(id * 3600))::int FROM t ORDER BY id",
 ])

@@ -52,7 +52,8 @@ FROM user_events WHERE amount > 3 ORDER BY user_id, event_timestamp DESC, id;
 CREATE MATERIALIZED VIEW top_by_user AS SELECT DISTINCT ON (e.user_id) e.user_id, u.region, e.amount
 FROM user_events e JOIN users u ON u.id = e.user_id ORDER BY e.user_id, e.amount DESC, e.id;
 CREATE MATERIALIZED VIEW per_hour AS SELECT date_trunc('hour', event_timestamp) AS hour, count(*) AS n,
-  every(amount > 1) AS all_paid FROM user_events GROUP BY hour;
+  every(amount > 1) AS all_paid, string_agg(session_id, ',' ORDER BY event_timestamp DESC, id) AS newest_sessions
+FROM user_events GROUP BY hour;
 CREATE MATERIALIZED VIEW paid_by_user AS WITH paid AS (SELECT user_id, amount, session_id FROM user_events
   WHERE amount > 2) SELECT user_id, count(*) AS n, sum(amount) AS total, count(DISTINCT session_id) AS sessions,
   array_agg(DISTINCT session_id) FILTER (WHERE amount > 40) AS big_sessions
@@ -98,7 +99,7 @@ VIEWS = {"summary_lake": ("user_activity_summary", "user_id, hour, event_count, 
          "ledger_lake": ("ledger", "kind, id, user_id, amount, region", "kind, id"),
          "latest_event_lake": ("latest_event", "user_id, id, amount, due, minute", "user_id"),
          "top_by_user_lake": ("top_by_user", "user_id, region, amount", "user_id"),
-         "per_hour_lake": ("per_hour", "hour, n, all_paid", "hour"),
+         "per_hour_lake": ("per_hour", "hour, n, all_paid, newest_sessions", "hour"),
          "paid_lake": ("paid_by_user", "user_id, n, total, sessions, big_sessions", "user_id"),
          "placed_lake": ("placed_events", "id, doubled, region", "id")}
 INPUTS = {"regions_lake": ("user_events", "users"), "enriched_lake": ("user_events", "users"),

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..errors import CatalogError
 from ..model.intervals import interval_length, interval_parts, interval_text
 from .private import private_file
+from .ordered_aggregates import OrderedAggregate
 from .sql_functions import AGGREGATES as POSTGRES_AGGREGATES, FUNCTIONS as POSTGRES_FUNCTIONS
 
 BUSY_SECONDS = 30
@@ -162,6 +163,7 @@ def add_functions(db: sqlite3.Connection) -> None:
         db.create_function(name, arguments, sql_function(function), deterministic=True)
     for name, aggregate in POSTGRES_AGGREGATES.items():
         db.create_aggregate(name, 1, aggregate)
+    db.create_aggregate("icesink_ordered_agg", -1, OrderedAggregate)
     db.create_collation(INTERVAL_COLLATION, compare_intervals)
 
 

@@ -49,7 +49,12 @@ def check_functions(query, materialized: bool = False) -> None:
         if materialized and name in UNMATERIALIZABLE:
             raise PlanError(f"cannot materialize call to {name}(): its value changes while the view's inputs "
                             "do not", pos)
-        problem, known = _tried_alone(name, len(call.args), call.distinct, call.star, call.over is not None)
+        if call.distinct and call.order_by and any(render.expression(o.expr).sql() != render.expression(
+                call.args[0]).sql() for o in call.order_by):
+            raise PlanError("in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list", pos)
+        # with ORDER BY, icesink's own aggregate takes DISTINCT over its first argument (sqlite_sql.py)
+        problem, known = _tried_alone(name, len(call.args), call.distinct and not call.order_by, call.star,
+                                      call.over is not None)
         if problem is not None:
             _refuse_call(name, len(call.args), problem, known, pos)
 

@@ -148,7 +148,9 @@ def _plan_iceberg_query(binder: Binder, stmt: ast.Select, refs: list[ast.TableRe
     def name_table(ref: ast.TableRef) -> exp.Table:
         return exp.Table(this=exp.to_identifier(names[id(ref)]),
                          alias=exp.TableAlias(this=identifier(ref.name.parts[-1])))
-    return IcebergQueryPlan(render.spark_sql(render.query(stmt.query, name_table, named=True)), views)
+    tree = render.query(stmt.query, name_table, named=True)
+    _check_spark_runs(tree, "ICEBERG tables")
+    return IcebergQueryPlan(render.spark_sql(tree), views)
 
 
 def generator_source(binder: Binder, obj):
@@ -195,12 +197,19 @@ def over_generators(binder: Binder, query: ast.Query,
     return render.query(query, name_table, named=True), relations
 
 
+def _check_spark_runs(tree: exp.Expression, what: str) -> None:
+    """Refuses what icesink computes in SQLite alone (its own functions), in a query Spark answers."""
+    if any(isinstance(f, exp.Anonymous) and f.name.lower() == "timezone" for f in tree.find_all(exp.Anonymous)):
+        raise NotSupportedYet(f"AT TIME ZONE in a query over {what} (which Spark answers) is not supported yet")
+    if any(isinstance(o.parent, (exp.GroupConcat, exp.ArrayAgg, exp.Anonymous)) for o in tree.find_all(exp.Order)):
+        raise NotSupportedYet(f"ORDER BY inside an aggregate in a query over {what} (which Spark answers) is not "
+                              "supported yet")
+
+
 def _plan_generator_query(tree: exp.Expression, relations: dict) -> GeneratorQueryPlan:
     """A query over load generators' relations alone (`over_generators`'s): Spark generates each one's rows up to
     now and runs the query."""
-    if any(isinstance(f, exp.Anonymous) and f.name.lower() == "timezone" for f in tree.find_all(exp.Anonymous)):
-        raise NotSupportedYet("AT TIME ZONE in a query over load generators alone (which Spark answers) is not "
-                              "supported yet")
+    _check_spark_runs(tree, "load generators alone")
     return GeneratorQueryPlan(render.spark_sql(tree), {generated_name(i): obj for i, obj in relations.items()})
 
 

@@ -203,6 +203,11 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
             return _RANKS[name]
         if name in ("lag", "lead", "nth_value") and arg_types:
             return arg_types[0]
+        for item in expr.order_by:  # the aggregate sorts SQLite's values: a numeric or an interval is held as text
+            kind = base_type(_expr_type(item.expr, scope, resolve))
+            if kind in ("numeric", "uint8", "interval"):
+                raise NotSupportedYet(f"ORDER BY a value of type {kind} inside {name}() is not supported yet",
+                                      getattr(item.expr, "pos", expr.pos))
         if name in ("array_agg", "list_agg") and len(arg_types) == 1:  # Materialize's list is icesink's array
             return UNKNOWN if arg_types[0] == UNKNOWN else f"{arg_types[0]}[]"
         if name in _AGGREGATE_TYPES:

@@ -172,6 +172,7 @@ class FunctionCall:
     over: Optional[Window] = None
     # the output column's name where the call was written as other syntax (EXTRACT is date_part, named extract)
     shown: Optional[str] = None
+    order_by: tuple = ()  # OrderItem: the order an aggregate takes its rows in, `string_agg(x, ',' ORDER BY x)`
 
     @property
     def pos(self) -> int:

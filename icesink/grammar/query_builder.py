@@ -8,6 +8,7 @@ from lark import Token
 from . import ast
 from .tokens import DISTINCT, SyntaxRuleError, keyword_text, make_name, unquote_string
 
+ORDERED_AGGREGATES = frozenset({"string_agg", "array_agg", "list_agg"})  # the aggregates that take ORDER BY
 _ASSOCIATIVE = {"UNION", "UNION DISTINCT", "UNION ALL", "INTERSECT", "INTERSECT ALL"}  # (a op b) op c = a op (b op c)
 
 
@@ -327,7 +328,9 @@ class QueryBuilder:
         return ("star",)
 
     def args(self, c):
-        return ("args", tuple(x for x in c if x is not DISTINCT), self._has(c, DISTINCT))
+        order = next((x[1] for x in c if isinstance(x, tuple) and x[0] == "order"), ())
+        return ("args", tuple(x for x in c if x is not DISTINCT and not isinstance(x, tuple)), self._has(c, DISTINCT),
+                order)
 
     def filter_clause(self, c):
         return ("filter", c[-1])
@@ -344,8 +347,15 @@ class QueryBuilder:
             if isinstance(found, ast.Predicate) and found.kind == "in" and not found.negated and len(
                     found.operands) == 2:
                 return ast.FunctionCall(ast.Name("strpos", pos=name.pos), found.operands[::-1], shown="position")
+        order = args[0][3] if args else ()
+        if order and name.value not in ORDERED_AGGREGATES:
+            raise SyntaxRuleError(f"ORDER BY in a call of {name.value}() is not supported yet; "
+                                  f"{', '.join(sorted(ORDERED_AGGREGATES))} take it", name.pos)
+        if order and over is not None:
+            raise SyntaxRuleError("ORDER BY inside an aggregate is not implemented for window functions: order the "
+                                  "window (OVER (ORDER BY …))", name.pos)
         return ast.FunctionCall(name, args[0][1] if args else (), bool(args) and args[0][2], star,
-                                filt[0] if filt else None, over)
+                                filt[0] if filt else None, over, order_by=order)
 
     def over_clause(self, c):
         parts = {x[0]: x[1] for x in c if isinstance(x, tuple)}

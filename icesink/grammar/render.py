@@ -136,12 +136,17 @@ def _function(call: ast.FunctionCall) -> exp.Expression:
         base = expression(call.args[0])
         return exp.Bracket(this=base, expressions=apply_index_offset(base, [expression(call.args[1])], -1, "postgres"))
     args = [exp.Star()] if call.star else [expression(a) for a in call.args]
-    if call.distinct:
+    if call.distinct and call.order_by:  # `string_agg(DISTINCT x, ',' ORDER BY x)`: DISTINCT is the value's
+        args = [exp.Distinct(expressions=args[:1]), *args[1:]]
+    elif call.distinct:
         args = [exp.Distinct(expressions=args)]
-    try:
-        node = exp.func(name, *args, dialect="postgres")
-    except (ValueError, TypeError):
-        node = exp.Anonymous(this=name, expressions=args)
+    if call.order_by:
+        node = _ordered_aggregate(name, args, call.order_by)
+    else:
+        try:
+            node = exp.func(name, *args, dialect="postgres")
+        except (ValueError, TypeError):
+            node = exp.Anonymous(this=name, expressions=args)
     if call.filter is not None:
         node = exp.Filter(this=node, expression=exp.Where(this=expression(call.filter)))
     if call.over is not None:
@@ -149,6 +154,17 @@ def _function(call: ast.FunctionCall) -> exp.Expression:
                           order=_order(call.over.order_by) if call.over.order_by else None,
                           spec=_frame(call.over.frame) if call.over.frame is not None else None)
     return node
+
+
+def _ordered_aggregate(name: str, args: list, order_by: tuple) -> exp.Expression:
+    """`string_agg(x, ',' ORDER BY y)` and the like as sqlglot's Postgres reader holds them: the order around the
+    first argument (its DISTINCT too), so that each engine's SQL puts it where that engine takes it."""
+    ordered = exp.Order(this=args[0], expressions=_order(order_by).expressions)
+    if name == "string_agg" and len(args) == 2:
+        return exp.GroupConcat(this=ordered, separator=args[1])
+    if name == "array_agg" and len(args) == 1:
+        return exp.ArrayAgg(this=ordered)
+    return exp.Anonymous(this=name, expressions=[ordered, *args[1:]])
 
 
 def _frame(frame: ast.WindowFrame) -> exp.WindowSpec:
