@@ -71,6 +71,10 @@ def test_at_time_zone_over_a_generator_alone_is_refused_where_spark_would_need_i
     session.execute(SOURCES)
     assert error_of(session, "SELECT o_orderdate AT TIME ZONE 'UTC' FROM orders").message == (
         "AT TIME ZONE in a query over load generators alone (which Spark answers) is not supported yet")
+    # Spark's collect_list would drop the order
+    assert error_of(session, "SELECT array_agg(o_orderkey ORDER BY o_orderdate) FROM orders").message == (
+        "ORDER BY inside an aggregate in a query over load generators alone (which Spark answers) is not supported "
+        "yet")
 
 
 def _plain(found: list[tuple]) -> list[tuple]:

@@ -322,6 +322,10 @@ def test_select_from_iceberg_reads_back_what_a_sink_wrote(runtime):
     assert runtime.execute("SELECT count(*) AS n FROM ICEBERG lake.shop.orders")[0].rows == [(3,)]
     missing = pytest.raises(icesink.PlanError, runtime.execute, "SELECT * FROM ICEBERG lake.shop.nothing")
     assert missing.value.message == "Iceberg table shop.nothing does not exist in catalog 'lake'"
+    zoned = pytest.raises(icesink.NotSupportedYet, runtime.execute,
+                          "SELECT name AT TIME ZONE 'UTC' FROM ICEBERG lake.shop.orders")  # Spark has no timezone()
+    assert zoned.value.message == ("AT TIME ZONE in a query over ICEBERG tables (which Spark answers) is not "
+                                   "supported yet")
 
 
 def test_key_value_generator_upserts_the_latest_value_per_key(runtime):
