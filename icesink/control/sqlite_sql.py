@@ -13,6 +13,7 @@ from ..catalog.sql_functions import DATE_CUTS
 from ..errors import PlanError
 from ..grammar import render
 from ..model.intervals import interval_parts, interval_text
+from .sqlite_aggregates import array_agg, array_aggregate, order_of, ordered_aggregate
 
 
 def _postgres_arithmetic(tree: exp.Expression) -> exp.Expression:
@@ -85,11 +86,11 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
             return exp.Anonymous(this=name, expressions=[a.transform(replace) for a in _arguments(node, known[1])])
         if isinstance(node, exp.Anonymous) and node.name.lower() == "every":  # Postgres's other name for bool_and
             return exp.Min(this=node.expressions[0].transform(replace)) if len(node.expressions) == 1 else node
-        if _order_of(node) is not None and not isinstance(node.parent, exp.Filter):
-            return _ordered_aggregate(node, replace)
-        if (_array_aggregate(node) and not isinstance(node.parent, exp.Filter)) or (
-                isinstance(node, exp.Filter) and _array_aggregate(node.this)):
-            return _array_agg(node, replace)
+        if order_of(node) is not None and not isinstance(node.parent, exp.Filter):
+            return ordered_aggregate(node, replace)
+        if (array_aggregate(node) and not isinstance(node.parent, exp.Filter)) or (
+                isinstance(node, exp.Filter) and array_aggregate(node.this)):
+            return array_agg(node, replace)
         if isinstance(node, exp.Anonymous) and node.name.lower() == "string_agg":
             return exp.Anonymous(this="group_concat", expressions=[a.transform(replace) for a in node.expressions])
         if isinstance(node, exp.Anonymous) and node.name.lower() == "row":  # a record, as its fields in JSON
@@ -180,56 +181,6 @@ def _text_arithmetic(node: exp.Add | exp.Sub, replace: Callable) -> exp.Expressi
     native = type(node)(this=left.copy(), expression=right.copy())
     return exp.Case(ifs=[exp.If(this=exp.or_(_moment_text(left), _moment_text(right)), true=call)],
                     default=exp.Paren(this=native))
-
-
-def _order_of(node: exp.Expression) -> exp.Order | None:
-    """The ORDER BY of `string_agg(x, ',' ORDER BY y)` and the like (with FILTER too), as render.py writes it."""
-    call = node.this if isinstance(node, exp.Filter) else node
-    if not isinstance(call, (exp.GroupConcat, exp.ArrayAgg, exp.Anonymous)):
-        return None
-    first = (call.expressions[0] if call.expressions else None) if isinstance(call, exp.Anonymous) else call.this
-    return first if isinstance(first, exp.Order) else None
-
-
-def _ordered_aggregate(node: exp.Expression, replace: Callable) -> exp.Expression:
-    """An aggregate that takes its rows in an order, which SQLite's own cannot: icesink_ordered_agg collects them and
-    sorts them as Postgres does (catalog/sql_functions.py)."""
-    order = _order_of(node)
-    call = node.this if isinstance(node, exp.Filter) else node
-    value = order.this
-    distinct = isinstance(value, exp.Distinct)
-    value = value.expressions[0] if distinct else value
-    separator = call.args.get("separator") if isinstance(call, exp.GroupConcat) else None
-    spec = ",".join(("D" if o.args.get("desc") else "A") + ("F" if o.args.get("nulls_first") else "L")
-                    for o in order.expressions)
-    ordered = exp.Anonymous(this="icesink_ordered_agg", expressions=[
-        exp.Literal.string("string" if isinstance(call, exp.GroupConcat) else "array"),
-        exp.Literal.number(int(distinct)), exp.Literal.string(spec), value.transform(replace),
-        separator.transform(replace) if separator is not None else exp.Null(),
-        *(o.this.transform(replace) for o in order.expressions)])
-    if isinstance(node, exp.Filter):
-        return exp.Filter(this=ordered, expression=node.args["expression"].transform(replace))
-    return ordered
-
-
-def _array_aggregate(node: exp.Expression) -> bool:
-    return isinstance(node, exp.ArrayAgg) or (isinstance(node, exp.Anonymous) and node.name.lower() == "list_agg")
-
-
-def _array_agg(node: exp.Expression, replace: Callable) -> exp.Expression:
-    """array_agg (and Materialize's list_agg) as the array the store keeps, JSON, its elements in the order SQLite
-    aggregates the rows; NULL, as in Postgres, where no row is aggregated (with FILTER too; a window's frame keeps
-    SQLite's empty array)."""
-    filtered = node.args.get("expression") if isinstance(node, exp.Filter) else None
-    call = node.this if isinstance(node, exp.Filter) else node
-    arguments = call.expressions if isinstance(call, exp.Anonymous) else [call.this]
-    array = exp.Anonymous(this="json_group_array", expressions=[a.transform(replace) for a in arguments])
-    rows = exp.Count(this=exp.Star())
-    if filtered is not None:
-        array, rows = (exp.Filter(this=e, expression=filtered.transform(replace)) for e in (array, rows))
-    if isinstance(node.parent, exp.Window):
-        return array
-    return exp.Case(ifs=[exp.If(this=exp.GT(this=rows, expression=exp.Literal.number(0)), true=array)])
 
 
 def _json_text(node: exp.JSONExtractScalar, replace: Callable) -> exp.Expression:
