@@ -233,6 +233,10 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     "NULLS FIRST), string_agg(DISTINCT g, '|' ORDER BY g) FILTER (WHERE id > 1), array_agg(ok ORDER BY ok DESC, id) "
     "FROM t GROUP BY g ORDER BY g",
     "SELECT string_agg(g, '' ORDER BY g DESC, id), array_agg(x ORDER BY x DESC NULLS LAST) FROM t",
+    # jsonb is kept as Postgres prints it: keys once, shorter first, numbers as numeric prints them
+    "SELECT id, doc::text, (CASE WHEN ok THEN 1 END)::text, INTERVAL '1 day'::text, (x::text)::int FROM t "
+    "ORDER BY 1",
+    "SELECT '{\"b\":1,\"a\":2, \"a\": 3, \"ccc\": 1e2, \"dd\": [1.50, {\"é\": \"\\n\", \"ab\": null}]}'::jsonb::text",
     "SELECT id, EXTRACT(EPOCH FROM to_timestamp(id * 100000000 + 0.25))::float8, to_timestamp(id) < "
     "to_timestamp(id + 1), EXTRACT(hour FROM to_timestamp(id * 3600))::int FROM t ORDER BY id",
 ])

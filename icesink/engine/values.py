@@ -255,10 +255,23 @@ def _jsonb(value):
     if not isinstance(value, str):
         raise InvalidValue("a jsonb value must be written as text, such as '{\"a\": 1}'")
     try:
-        json.loads(value, parse_constant=_reject_constant)
+        parsed = json.loads(value, parse_constant=_reject_constant, parse_float=Decimal, object_pairs_hook=dict)
     except ValueError:
         raise _syntax("json", value) from None
-    return value.strip()
+    return _jsonb_text(parsed)
+
+
+def _jsonb_text(value) -> str:
+    """A JSON value as Postgres prints a jsonb: an object's keys once (the last given wins), shorter keys first, then
+    by their bytes; `, ` and `: ` between items; numbers as numeric prints them (`1.50`, `1e2` as 100)."""
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda k: (len(k.encode()), k.encode()))
+        return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {_jsonb_text(value[k])}" for k in keys) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_jsonb_text(v) for v in value) + "]"
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _bytea(value):

@@ -20,30 +20,32 @@ _PREDICATES = {"exists": "exists"}
 def output_name(item: ast.SelectItem) -> str:
     if item.alias is not None:
         return item.alias.value
-    return _figured(item.expr) or UNNAMED
+    return _figured(item.expr)[0] or UNNAMED
 
 
-def _figured(expr) -> str | None:
-    """The expression's name, or None where Postgres has none for it (and a cast around it takes its type's)."""
+def _figured(expr) -> tuple[str | None, int]:
+    """The expression's name and how strongly it holds (Postgres's FigureColnameInternal): a cast around a name of
+    strength 1 (a type's, `case`) or none names the column by its own type."""
     if isinstance(expr, ast.ColumnRef):
-        return expr.column
+        return expr.column, 2
     if isinstance(expr, ast.Literal):  # Postgres reads `INTERVAL '1 day'` as a cast to its type
-        return _LITERAL_TYPES.get(expr.type)
+        return _LITERAL_TYPES.get(expr.type), 1
     if isinstance(expr, ast.Cast):
-        return _figured(expr.expr) or _TYPE_NAMES.get(expr.type.name, expr.type.name)
+        name, strength = _figured(expr.expr)
+        return (name, strength) if strength > 1 else (_TYPE_NAMES.get(expr.type.name, expr.type.name), 1)
     if isinstance(expr, ast.FunctionCall):
         if expr.name.value == "[]":  # a subscript is named by what it subscripts
             return _figured(expr.args[0])
-        return expr.shown or expr.name.value
+        return expr.shown or expr.name.value, 2
     if isinstance(expr, ast.Case):
-        return "case"
+        return "case", 1
     if isinstance(expr, ast.RowConstructor):
-        return "row"
-    if isinstance(expr, ast.Predicate):
-        return _PREDICATES.get(expr.kind)
+        return "row", 2
+    if isinstance(expr, ast.Predicate) and expr.kind in _PREDICATES:
+        return _PREDICATES[expr.kind], 2
     if isinstance(expr, ast.Subquery):  # a scalar subquery is named by its one column
-        return output_name(expr.query.cores[0].items[0])
-    return None
+        return output_name(expr.query.cores[0].items[0]), 2
+    return None, 0
 
 
 def named_as(query: ast.Query, names: list[str]) -> ast.Query:
