@@ -467,6 +467,9 @@ def test_a_reader_that_read_a_replicated_table_from_the_start_exports_no_snapsho
      "ORDER BY a value of type numeric inside array_agg() is not supported yet", "numeric)"),
     ("SELECT string_agg(DISTINCT v, ',' ORDER BY id) FROM ev",
      "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list", "string_agg"),
+    ("SELECT * FROM (VALUES (1, 'a'), (2)) AS x", "VALUES lists must all be the same length", "2)"),
+    ("SELECT * FROM (VALUES (1, 'a')) AS x(a, b, c)", "table \"x\" has 2 columns available but 3 columns specified",
+     "c)"),
     ("SELECT upper(v ORDER BY id) FROM ev",
      "ORDER BY in a call of upper() is not supported yet; array_agg, list_agg, string_agg take it", "upper"),
     # SQLite would compute a number from the interval's text ('01:00:00' * 2 is 2), or fail on a row

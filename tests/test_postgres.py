@@ -233,6 +233,9 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     "NULLS FIRST), string_agg(DISTINCT g, '|' ORDER BY g) FILTER (WHERE id > 1), array_agg(ok ORDER BY ok DESC, id) "
     "FROM t GROUP BY g ORDER BY g",
     "SELECT string_agg(g, '' ORDER BY g DESC, id), array_agg(x ORDER BY x DESC NULLS LAST) FROM t",
+    "VALUES (1, 'a', true), (2, NULL, false)",
+    "SELECT v.n, t.g, v.label FROM (VALUES (1, 'x'), (3, 'y')) AS v(n, label) JOIN t ON t.id = v.n ORDER BY 1",
+    "SELECT * FROM (VALUES (1, 2)) AS v(a)",
     # jsonb is kept as Postgres prints it: keys once, shorter first, numbers as numeric prints them
     "SELECT id, doc::text, (CASE WHEN ok THEN 1 END)::text, INTERVAL '1 day'::text, (x::text)::int FROM t "
     "ORDER BY 1",

@@ -21,7 +21,7 @@ from .transformer import AstBuilder
 _CATEGORIES = (
     ("a statement such as CREATE, SELECT, SHOW, ALTER or DROP", {"CREATE", "SELECT", "DROP"},
      {"CREATE", "SELECT", "SHOW", "ALTER", "DROP", "INSERT", "UPDATE", "DELETE", "SET", "VALIDATE", "COPY", "WITH",
-      "LPAR"}),  # a query may open with a parenthesized operand, which is not worth naming
+      "VALUES", "LPAR"}),  # a query may open with a parenthesized operand, which is not worth naming
     ("an object type such as SINK, SOURCE, CONNECTION, SECRET or TABLE", {"SINK", "SOURCE", "SECRET"},
      {"SINK", "SOURCE", "CONNECTION", "SECRET", "TABLE", "MATERIALIZED", "REDACTED", "SYSTEM", "TYPE"}),
     ("a connection type: AWS, ICEBERG CATALOG, POSTGRES or GCP", {"AWS", "ICEBERG", "POSTGRES"},

@@ -60,6 +60,36 @@ class QueryBuilder:
     def subquery_ref(self, c):
         return ast.SubqueryRef(c[0], c[1])
 
+    def values_list(self, c):
+        """VALUES as the query Postgres reads it as: a SELECT of each row and their union, its columns named
+        column1, column2, …"""
+        rows = [x[1] for x in c if isinstance(x, tuple) and x[0] == "row"]
+        for row in rows[1:]:
+            if len(row) != len(rows[0]):
+                raise SyntaxRuleError("VALUES lists must all be the same length", getattr(row[0], "pos", 0))
+        first = tuple(ast.SelectItem(e, ast.Name(f"column{i + 1}")) for i, e in enumerate(rows[0]))
+        cores = (ast.SelectCore(first), *(ast.SelectCore(tuple(ast.SelectItem(e) for e in row)) for row in rows[1:]))
+        return ast.Query(cores, ("UNION ALL",) * (len(rows) - 1))
+
+    def column_aliases(self, c):
+        return ("column_aliases", self._names(c))
+
+    def values_ref(self, c):
+        names = next((x[1] for x in c if isinstance(x, tuple) and x[0] == "column_aliases"), ())
+        alias = self._names(c)[0]
+        return ast.SubqueryRef(self._renamed(c[0], names, alias), alias)
+
+    @staticmethod
+    def _renamed(query: ast.Query, names: tuple, alias: ast.Name) -> ast.Query:
+        """A VALUES query with its first columns named `names`, as `AS alias(names)` names them."""
+        core = query.cores[0]
+        if len(names) > len(core.items):
+            raise SyntaxRuleError(f'table "{alias.value}" has {len(core.items)} columns available but {len(names)} '
+                                  "columns specified", names[len(core.items)].pos)
+        items = tuple(dataclasses.replace(item, alias=names[i]) if i < len(names) else item
+                      for i, item in enumerate(core.items))
+        return dataclasses.replace(query, cores=(dataclasses.replace(core, items=items), *query.cores[1:]))
+
     def function_ref(self, c):
         alias = c[-1] if len(c) > 1 and isinstance(c[-1], ast.Name) else None
         return ast.FunctionRef(self.function_call(c[:-1] if alias is not None else c), alias)
