@@ -1,6 +1,7 @@
 """Planning of SELECT over the system catalog, SHOW, and the statements that need the runtime."""
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable
 
 import sqlglot
@@ -85,13 +86,11 @@ def _view_query(binder: Binder, view, replicated: Replicated | None, depth: int,
                 generated: list | None = None) -> exp.Expression:
     """A materialized view's query, its relations named as SQLite holds them: what it holds now, computed from its
     inputs' current rows (a view over system views cannot be, yet)."""
-    from ..grammar.parser import parse_statement
-
     if depth >= MAX_VIEW_DEPTH:
         raise PlanError(f"materialized view '{view.name}' reads views {MAX_VIEW_DEPTH} deep", pos)
-    statement = parse_statement(view.descriptor.query_sql)
+    query = stored_view_query(view)
     stored = {}
-    for inner in table_refs(statement.query):
+    for inner in table_refs(query):
         try:
             found = engine_table_storage(binder, inner, replicated, depth + 1, generated)
         except NotSupportedYet as exc:
@@ -100,8 +99,16 @@ def _view_query(binder: Binder, view, replicated: Replicated | None, depth: int,
             raise NotSupportedYet(f"reading materialized view '{view.name}', which reads system views, is not "
                                   "supported yet", pos)
         stored[inner.name.name] = found
-    return render.query(named_as(statement.query, [c.name for c in view.descriptor.columns]),
-                        lambda inner: _named(stored[inner.name.name], inner), named=True)
+    return render.query(query, lambda inner: _named(stored[inner.name.name], inner), named=True)
+
+
+def stored_view_query(view) -> ast.Query:
+    """A materialized view's query as stored, its outputs named as its catalog entry names them (its stored text
+    holds EXTRACT as date_part, which would name the column otherwise)."""
+    from ..grammar.parser import parse_statement
+
+    return named_as(parse_statement(view.descriptor.query_sql).query,
+                    tuple(ast.Name(c.name, quoted=True) for c in view.descriptor.columns))
 
 
 def _named(stored: str | exp.Expression, ref: ast.TableRef) -> exp.Expression:
@@ -178,8 +185,6 @@ def over_generators(binder: Binder, query: ast.Query,
                     refused: Callable[[ast.TableRef], Exception]) -> tuple[exp.Expression, dict]:
     """`query` over load generators' relations, each named by `generated_name`, the views between inlined; and the
     relations it reads, by id. `refused(ref)` is the error for a relation that is not a load generator's."""
-    from ..grammar.parser import parse_statement
-
     relations: dict[str, object] = {}
 
     def name_table(ref: ast.TableRef, depth: int = 0) -> exp.Expression:
@@ -188,7 +193,7 @@ def over_generators(binder: Binder, query: ast.Query,
         if obj is not None and obj.kind == "materialized-view":
             if depth >= MAX_VIEW_DEPTH:
                 raise PlanError(f"materialized view '{obj.name}' reads views {MAX_VIEW_DEPTH} deep", ref.name.pos)
-            inner = named_as(parse_statement(obj.descriptor.query_sql).query, [c.name for c in obj.descriptor.columns])
+            inner = stored_view_query(obj)
             return exp.Subquery(this=render.query(inner, lambda r: name_table(r, depth + 1)), alias=alias)
         if generator_source(binder, obj) is None:
             raise refused(ref)
@@ -262,6 +267,14 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
 _SYSTEM_BOOLEANS = {("mz_columns", "nullable")}
 
 
+@lru_cache(maxsize=None)
+def _system_view(name: str) -> Relation:
+    """A system view's columns, read from its definition once a process (not asked of the catalog each query)."""
+    names = sqlglot.parse_one(VIEWS[name], read="sqlite").named_selects
+    return Relation(name, name, tuple(Column(n, "boolean" if (name, n) in _SYSTEM_BOOLEANS else UNKNOWN)
+                                      for n in names))
+
+
 def _boolean_outputs(binder: Binder, query: ast.Query) -> tuple[int, ...]:
     """Which output columns are booleans, which SQLite answers as 0 and 1: the binder's types, where it knows them
     (a query over relations of unknown columns, such as most system views, has none it can tell)."""
@@ -271,10 +284,7 @@ def _boolean_outputs(binder: Binder, query: ast.Query) -> tuple[int, ...]:
     def resolve(ref: ast.TableRef) -> Relation:
         qualifier = ref.name.qualifier
         if (qualifier and qualifier[0] in _SYSTEM_SCHEMAS) or (not qualifier and ref.name.name in VIEWS):
-            view = ref.name.name
-            names = [d[0] for d in binder.catalog.db.execute(f"SELECT * FROM {view} LIMIT 0").description]
-            return Relation(view, view, tuple(Column(n, "boolean" if (view, n) in _SYSTEM_BOOLEANS else UNKNOWN)
-                                              for n in names))
+            return _system_view(ref.name.name)
         return binder.relation(ref.name)[1]
     try:
         columns = bind_query(query, resolve).columns

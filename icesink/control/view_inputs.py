@@ -23,12 +23,11 @@ from ..engine.tables import is_engine_table, storage_name
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
 from ..grammar.parser import parse_statement
-from ..grammar.output_names import named_as
 from ..grammar.render import identifier
 from ..model.descriptors import ViewInput, ViewSide
 from .binder import KIND_WORDS, Binder
 from .query import table_refs, walk
-from .queries import generator_source
+from .queries import generator_source, stored_view_query
 from .sqlite_sql import sqlite_sql
 
 CHANGES, TOUCHED, TOUCHED_ALIAS = "_icesink_changes", "_icesink_touched", "_icesink_t"
@@ -134,9 +133,7 @@ def _render(binder: Binder, view: CatalogObject, query: ast.Query, pos: int,
             _refuse(view, "has a subquery", pos)
         found = _relation(binder, view, inner, "", pos).obj  # by its name: subqueries may reuse an alias
         if found.kind == "materialized-view" and nested:
-            inner_query = named_as(parse_statement(found.descriptor.query_sql).query,
-                                   [c.name for c in found.descriptor.columns])
-            inner_tree, _ = _render(binder, view, inner_query, pos, tables, top=False)
+            inner_tree, _ = _render(binder, view, stored_view_query(found), pos, tables, top=False)
             return exp.Subquery(this=inner_tree, alias=exp.TableAlias(this=identifier(alias)))
         tables[storage_name(found.id)] = found
         return exp.Table(this=exp.to_identifier(storage_name(found.id)), alias=exp.TableAlias(this=identifier(alias)))

@@ -255,7 +255,7 @@ def _jsonb(value):
     if not isinstance(value, str):
         raise InvalidValue("a jsonb value must be written as text, such as '{\"a\": 1}'")
     try:
-        parsed = json.loads(value, parse_constant=_reject_constant, parse_float=Decimal, object_pairs_hook=dict)
+        parsed = json.loads(value, parse_constant=_reject_constant, parse_float=Decimal)  # a repeated key: the last
     except ValueError:
         raise _syntax("json", value) from None
     return _jsonb_text(parsed)

@@ -48,12 +48,13 @@ def _figured(expr) -> tuple[str | None, int]:
     return None, 0
 
 
-def named_as(query: ast.Query, names: list[str]) -> ast.Query:
-    """`query` with its output columns aliased `names` (a view's, as its catalog entry has them), whatever names the
-    stored text would give them now; unchanged when a `*` leaves the count of its columns to its relations."""
+def named_as(query: ast.Query, names: tuple[ast.Name, ...]) -> ast.Query:
+    """`query` with its first output columns aliased `names`: a view's, as its catalog entry has them (whatever
+    names its stored text would give them now), or those `AS v(a, b)` gives VALUES. Unchanged when a `*` leaves the
+    count of its columns to its relations, or when it has fewer columns than names."""
     core = query.cores[0]
-    if len(core.items) != len(names) or any(isinstance(i.expr, ast.Star) for i in core.items):
+    if len(names) > len(core.items) or any(isinstance(i.expr, ast.Star) for i in core.items):
         return query
-    items = tuple(dataclasses.replace(item, alias=ast.Name(name, quoted=True))
-                  for item, name in zip(core.items, names))
-    return dataclasses.replace(query, cores=(dataclasses.replace(core, items=items), *query.cores[1:]))
+    items = tuple(dataclasses.replace(item, alias=name) for item, name in zip(core.items, names))
+    return dataclasses.replace(query, cores=(dataclasses.replace(core, items=items + core.items[len(names):]),
+                                             *query.cores[1:]))

@@ -6,6 +6,7 @@ import dataclasses
 from lark import Token
 
 from . import ast
+from .output_names import named_as
 from .tokens import DISTINCT, SyntaxRuleError, keyword_text, make_name, unquote_string
 
 ORDERED_AGGREGATES = frozenset({"string_agg", "array_agg", "list_agg"})  # the aggregates that take ORDER BY
@@ -77,18 +78,11 @@ class QueryBuilder:
     def values_ref(self, c):
         names = next((x[1] for x in c if isinstance(x, tuple) and x[0] == "column_aliases"), ())
         alias = self._names(c)[0]
-        return ast.SubqueryRef(self._renamed(c[0], names, alias), alias)
-
-    @staticmethod
-    def _renamed(query: ast.Query, names: tuple, alias: ast.Name) -> ast.Query:
-        """A VALUES query with its first columns named `names`, as `AS alias(names)` names them."""
-        core = query.cores[0]
-        if len(names) > len(core.items):
-            raise SyntaxRuleError(f'table "{alias.value}" has {len(core.items)} columns available but {len(names)} '
-                                  "columns specified", names[len(core.items)].pos)
-        items = tuple(dataclasses.replace(item, alias=names[i]) if i < len(names) else item
-                      for i, item in enumerate(core.items))
-        return dataclasses.replace(query, cores=(dataclasses.replace(core, items=items), *query.cores[1:]))
+        width = len(c[0].cores[0].items)
+        if len(names) > width:
+            raise SyntaxRuleError(f'table "{alias.value}" has {width} columns available but {len(names)} columns '
+                                  "specified", names[width].pos)
+        return ast.SubqueryRef(named_as(c[0], names), alias)
 
     def function_ref(self, c):
         alias = c[-1] if len(c) > 1 and isinstance(c[-1], ast.Name) else None
