@@ -3,6 +3,7 @@ statement's life (docs/architecture.md, "The life of a statement")."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import sqlite3
 from dataclasses import dataclass, field
@@ -312,9 +313,17 @@ class Executor:
             raise PlanError(message, plan.column_positions.get(str(exc).removeprefix("no such column: "),
                                                                plan.column_positions.get(message))) from None
         if plan.booleans:
-            rows = [tuple(bool(v) if i in plan.booleans and v is not None else v for i, v in enumerate(row))
-                    for row in rows]
+            rows = [tuple(_truths(v) if i in plan.booleans else v for i, v in enumerate(row)) for row in rows]
         return Result(f"SELECT {len(rows)}", columns, rows)
+
+
+def _truths(value):
+    """A boolean column's value as Python's bool, SQLite's 0 or 1; a boolean array's (JSON) with true and false."""
+    if isinstance(value, str):
+        return json.dumps(_truths(json.loads(value)))
+    if isinstance(value, list):
+        return [_truths(v) for v in value]
+    return None if value is None else bool(value)
 
 
 def _spark_result(spark, sql: str) -> Result:

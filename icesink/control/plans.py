@@ -84,7 +84,7 @@ class QueryPlan:
     column_positions: dict[str, int] = field(default_factory=dict)  # 'col' and 'rel.col' -> where first written
     replicated: tuple = ()  # (object id, name, source id): relations a Postgres source replicates, read once copied
     generated: tuple = ()  # ids of load generators' relations, read from the tables that keep them, caught up first
-    booleans: tuple = ()  # positions of the output columns of type boolean, which SQLite gives as 0 and 1
+    booleans: tuple = ()  # positions of the output columns of type boolean (or arrays of it): SQLite gives 0 and 1
 
 
 @dataclass

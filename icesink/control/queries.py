@@ -276,7 +276,8 @@ def _system_view(name: str) -> Relation:
 
 
 def _boolean_outputs(binder: Binder, query: ast.Query) -> tuple[int, ...]:
-    """Which output columns are booleans, which SQLite answers as 0 and 1: the binder's types, where it knows them
+    """Which output columns are booleans or arrays of them, which SQLite answers as 0 and 1: the binder's types,
+    where it knows them
     (a query over relations of unknown columns, such as most system views, has none it can tell)."""
     if any(isinstance(node, (ast.FunctionRef, ast.ShowRef)) for node in walk(query)):
         return ()
@@ -290,7 +291,7 @@ def _boolean_outputs(binder: Binder, query: ast.Query) -> tuple[int, ...]:
         columns = bind_query(query, resolve).columns
     except PlanError:  # SQLite's run says it, where it is written (what none runs yet is refused here)
         return ()
-    return tuple(i for i, c in enumerate(columns or ()) if base_type(c.type) == "boolean")
+    return tuple(i for i, c in enumerate(columns or ()) if base_type(c.type.rstrip("[]")) == "boolean")
 
 
 def _over_generators_only(binder: Binder, query: ast.Query) -> tuple[exp.Expression, dict] | None:
