@@ -234,6 +234,7 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     "FROM t GROUP BY g ORDER BY g",
     "SELECT string_agg(g, '' ORDER BY g DESC, id), array_agg(x ORDER BY x DESC NULLS LAST) FROM t",
     "VALUES (1, 'a', true), (2, NULL, false)",
+    "SELECT n, n > 1, t.ok FROM t, generate_series(1, 2) AS n WHERE t.id = 1 ORDER BY n",
     "SELECT v.n, t.g, v.label FROM (VALUES (1, 'x'), (3, 'y')) AS v(n, label) JOIN t ON t.id = v.n ORDER BY 1",
     "SELECT * FROM (VALUES (1, 2)) AS v(a)",
     # jsonb is kept as Postgres prints it: keys once, shorter first, numbers as numeric prints them

@@ -44,13 +44,13 @@ def check_functions(query, materialized: bool = False) -> None:
             raise NotSupportedYet("mz_now() is not supported yet: icesink's views keep no temporal filters", pos)
         if name in ("substring", "substr") and len(call.args) == 3 and _negative(call.args[2]):
             raise PlanError("negative substring length not allowed", call.args[2].pos)
-        if name in _ONE_ARGUMENT and len(call.args) != 1:  # sqlglot's node for it would drop the others
-            raise PlanError(f"function {name}() does not take {len(call.args)} arguments", pos)
+        if name in _ARGUMENTS and len(call.args) != _ARGUMENTS[name]:
+            raise PlanError(f"function {name}() does not take {len(call.args)} argument"
+                            f"{'s' if len(call.args) != 1 else ''}", pos)
         if materialized and name in UNMATERIALIZABLE:
             raise PlanError(f"cannot materialize call to {name}(): its value changes while the view's inputs "
                             "do not", pos)
-        if call.distinct and call.order_by and any(render.expression(o.expr).sql() != render.expression(
-                call.args[0]).sql() for o in call.order_by):
+        if call.distinct and call.order_by and any(o.expr != call.args[0] for o in call.order_by):
             raise PlanError("in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list", pos)
         # with ORDER BY, icesink's own aggregate takes DISTINCT over its first argument (sqlite_sql.py)
         problem, known = _tried_alone(name, len(call.args), call.distinct and not call.order_by, call.star,
@@ -59,7 +59,9 @@ def check_functions(query, materialized: bool = False) -> None:
             _refuse_call(name, len(call.args), problem, known, pos)
 
 
-_ONE_ARGUMENT = frozenset({"array_agg", "list_agg"})
+# aggregates whose arguments sqlglot's node takes or drops without a word (array_agg's second) or SQLite's own takes
+# otherwise (group_concat's separator may be left out, string_agg's may not)
+_ARGUMENTS = {"array_agg": 1, "list_agg": 1, "string_agg": 2}
 
 
 def _negative(value) -> bool:

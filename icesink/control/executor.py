@@ -312,8 +312,8 @@ class Executor:
             message = sqlite_message(exc)
             raise PlanError(message, plan.column_positions.get(str(exc).removeprefix("no such column: "),
                                                                plan.column_positions.get(message))) from None
-        if plan.booleans:
-            rows = [tuple(_truths(v) if i in plan.booleans else v for i, v in enumerate(row)) for row in rows]
+        for i in plan.booleans:
+            rows = [(*row[:i], _truths(row[i]), *row[i + 1:]) for row in rows]
         return Result(f"SELECT {len(rows)}", columns, rows)
 
 

@@ -105,10 +105,17 @@ def _view_query(binder: Binder, view, replicated: Replicated | None, depth: int,
 def stored_view_query(view) -> ast.Query:
     """A materialized view's query as stored, its outputs named as its catalog entry names them (its stored text
     holds EXTRACT as date_part, which would name the column otherwise)."""
+    return named_as(stored_query(view.descriptor.query_sql),
+                    tuple(ast.Name(c.name, quoted=True) for c in view.descriptor.columns))
+
+
+@lru_cache(maxsize=256)
+def stored_query(sql: str) -> ast.Query:
+    """A stored query parsed once a process (its tree is immutable): a SELECT over a view reads its query more than
+    once (whether it reads load generators, then its relations)."""
     from ..grammar.parser import parse_statement
 
-    return named_as(parse_statement(view.descriptor.query_sql).query,
-                    tuple(ast.Name(c.name, quoted=True) for c in view.descriptor.columns))
+    return parse_statement(sql).query
 
 
 def _named(stored: str | exp.Expression, ref: ast.TableRef) -> exp.Expression:
@@ -174,10 +181,7 @@ def generator_source(binder: Binder, obj):
 def _generator_of(binder: Binder, obj) -> bool:
     """Whether `obj` is a load generator's relation, or a materialized view over one."""
     if obj is not None and obj.kind == "materialized-view":
-        from ..grammar.parser import parse_statement
-
-        return any(_generator_of(binder, binder.find(ref.name))
-                   for ref in table_refs(parse_statement(obj.descriptor.query_sql).query))
+        return any(_generator_of(binder, binder.find(ref.name)) for ref in table_refs(stored_view_query(obj)))
     return generator_source(binder, obj) is not None
 
 
@@ -277,21 +281,23 @@ def _system_view(name: str) -> Relation:
 
 def _boolean_outputs(binder: Binder, query: ast.Query) -> tuple[int, ...]:
     """Which output columns are booleans or arrays of them, which SQLite answers as 0 and 1: the binder's types,
-    where it knows them
-    (a query over relations of unknown columns, such as most system views, has none it can tell)."""
-    if any(isinstance(node, (ast.FunctionRef, ast.ShowRef)) for node in walk(query)):
-        return ()
+    where it knows them."""
+    return tuple(i for i, c in enumerate(bound_columns(binder, query)) if base_type(c.type.rstrip("[]")) == "boolean")
 
+
+def bound_columns(binder: Binder, query: ast.Query) -> tuple[Column, ...]:
+    """A query's output columns as the binder types them (none where it cannot tell: a relation of unknown columns,
+    or a mistake SQLite's run names where it is written); what the binder finds not supported yet (interval
+    arithmetic, an aggregate ordered by numeric text) is refused here, before SQLite computes it wrong."""
     def resolve(ref: ast.TableRef) -> Relation:
         qualifier = ref.name.qualifier
         if (qualifier and qualifier[0] in _SYSTEM_SCHEMAS) or (not qualifier and ref.name.name in VIEWS):
             return _system_view(ref.name.name)
         return binder.relation(ref.name)[1]
     try:
-        columns = bind_query(query, resolve).columns
-    except PlanError:  # SQLite's run says it, where it is written (what none runs yet is refused here)
+        return bind_query(query, resolve).columns or ()
+    except PlanError:
         return ()
-    return tuple(i for i, c in enumerate(columns or ()) if base_type(c.type.rstrip("[]")) == "boolean")
 
 
 def _over_generators_only(binder: Binder, query: ast.Query) -> tuple[exp.Expression, dict] | None:

@@ -251,6 +251,9 @@ def _from_scope(core: ast.SelectCore, resolve: Resolver, relations: list[Relatio
             relation = resolve(item)
             relations.append(relation)
             scope.add(item.alias.value if item.alias else item.name.name, relation, relation.columns)
+        elif isinstance(item, (ast.FunctionRef, ast.ShowRef)):  # a table function's or SHOW's rows: columns unknown
+            name = item.alias.value if item.alias else getattr(getattr(item, "call", None), "name", ast.Name("")).value
+            scope.add(name, None, None)
         else:
             bound = bind_query(item.query, resolve)
             relations.extend(bound.relations)

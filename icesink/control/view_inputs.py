@@ -22,12 +22,11 @@ from ..catalog.store import CatalogObject
 from ..engine.tables import is_engine_table, storage_name
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
-from ..grammar.parser import parse_statement
 from ..grammar.render import identifier
 from ..model.descriptors import ViewInput, ViewSide
 from .binder import KIND_WORDS, Binder
 from .query import table_refs, walk
-from .queries import generator_source, stored_view_query
+from .queries import generator_source, stored_query, stored_view_query
 from .sqlite_sql import sqlite_sql
 
 CHANGES, TOUCHED, TOUCHED_ALIAS = "_icesink_changes", "_icesink_touched", "_icesink_t"
@@ -189,7 +188,7 @@ def plan_view_input(binder: Binder, view: CatalogObject, key: tuple[str, ...], m
     if mode != "upsert":
         raise NotSupportedYet(f"a sink on materialized view '{view.name}' writes MODE UPSERT, keyed by the view's key; "
                               "MODE APPEND (which writes each change's retraction) is not supported yet on a view", pos)
-    query = parse_statement(view.descriptor.query_sql).query
+    query = stored_query(view.descriptor.query_sql)  # as written: its outputs are the sink's by position
     names = [c.name for c in view.descriptor.columns]
     try:
         return _plan_incremental(binder, view, query, key, names, pos), None

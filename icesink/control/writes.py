@@ -19,7 +19,7 @@ from .plans import CopyPlan, InsertRowsPlan, WritePlan
 from ..grammar import render
 from ..grammar.render import identifier
 from .call_checks import check_table_functions
-from .queries import column_positions, engine_table_storage, sqlite_tables
+from .queries import bound_columns, column_positions, engine_table_storage, sqlite_tables
 from .sqlite_sql import cheap, sqlite_sql, typeof_is
 from .query import check_qualified_columns, table_refs
 
@@ -212,6 +212,7 @@ def plan_write(binder: Binder, stmt, text: str):
                 if engine_table_storage(binder, ref, generated=[]) is None:
                     raise NotSupportedYet("INSERT … SELECT from system views is not supported", ref.name.pos)
             name_table, _ = sqlite_tables(binder, refs, generated=generated)
+            bound_columns(binder, stmt.query)  # refuses what SQLite would compute wrong, as SELECT does
         sql = _insert_sql(stmt, storage, targets, name_table)
     else:
         where = exp.Where(this=render.expression(stmt.where)) if stmt.where is not None else None

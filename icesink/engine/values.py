@@ -429,7 +429,7 @@ def replicated_input(type_name: str) -> Callable:
     value goes through its input function."""
     if type_name in INT_RANGES:
         return int
-    if type_name == "text":
+    if type_name in ("text", "jsonb"):  # Postgres prints a jsonb in the form the input function would give it
         return str
     if type_name == "timestamp with time zone":
         return _printed_timestamp("+00", input_function(type_name))
