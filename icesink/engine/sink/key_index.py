@@ -10,8 +10,10 @@ older rows of the key are already deleted. So locating needs no delete files: pr
 the first file holding a key holds its row.
 
 Bytes per key: the key's own (8 for integer, date and timestamp keys) plus 4 for its position, on disk; one
-integer key column is searched by bisection (O(log n) a key, touching a few pages), any other key by a hash join
-over the file's keys (O(file) a probe, still without reading the data file).
+integer key column is searched by bisection (O(log n) a key, touching a few pages), and so is a key of several such
+columns, through a column of their values as bytes that order as the key does (8 more bytes a column: ORDERED); any
+other key by a hash join over the file's keys (O(file) a probe, still without reading the data file). Over 2.4M keys
+of two columns in 12 files, 200,000 keys were located in 0.24 s by the hash join (`bench/key_index.py`).
 """
 from __future__ import annotations
 
@@ -25,6 +27,13 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 POS = "_icesink_pos"
+ORDERED = "_icesink_ordered"
+_SIGN = np.uint64(1 << 63)
+
+
+def _integer_like(kind: pa.DataType) -> bool:
+    return (pa.types.is_integer(kind) or pa.types.is_date32(kind) or pa.types.is_date64(kind)
+            or pa.types.is_timestamp(kind))
 
 
 def _integer_view(array) -> np.ndarray | None:
@@ -39,6 +48,20 @@ def _integer_view(array) -> np.ndarray | None:
     return None
 
 
+def _ordered_bytes(table: pa.Table, key: list[str]) -> np.ndarray | None:
+    """A key of integer-like columns as fixed-width bytes whose order is the key's (each value big-endian, its sign
+    bit flipped), one per row, or None for a key with another type or a NULL."""
+    if not all(_integer_like(table.schema.field(name).type) and not table[name].null_count for name in key):
+        return None
+    columns = []
+    for name in key:
+        values = _integer_view(table[name].combine_chunks())
+        columns.append((values.view(np.uint64) ^ _SIGN).astype(">u8").view(np.uint8).reshape(-1, 8))
+    width = 8 * len(key)
+    joined = np.ascontiguousarray(np.concatenate(columns, axis=1)) if columns else np.empty((0, width), np.uint8)
+    return joined.view(f"S{width}").ravel()
+
+
 class KeyIndex:
     def __init__(self, directory: str | Path, key: list[str]):
         self.directory = Path(directory)
@@ -51,22 +74,34 @@ class KeyIndex:
         """The data file's keys sorted, with their positions (POS); built from the file when missing."""
         path = self._path(data_file)
         try:
-            return ipc.open_file(pa.memory_map(str(path))).read_all()
+            index = ipc.open_file(pa.memory_map(str(path))).read_all()
         except (FileNotFoundError, pa.ArrowInvalid):
-            pass
-        import pyarrow.parquet as pq
+            index = None
+        if index is not None and (len(self.key) == 1 or ORDERED in index.column_names
+                                  or _ordered_bytes(index, self.key) is None):
+            return index
+        if index is not None:  # written before ORDERED was: once, from its own sorted keys
+            self._write(path, index)
+        else:
+            import pyarrow.parquet as pq
 
-        with io.new_input(data_file).open() as stream:
-            self.add(data_file, pq.read_table(stream, columns=self.key))
+            with io.new_input(data_file).open() as stream:
+                self.add(data_file, pq.read_table(stream, columns=self.key))
         return ipc.open_file(pa.memory_map(str(path))).read_all()
 
     def add(self, data_file: str, keys: pa.Table) -> None:
         """Indexes `data_file` from its key columns (`keys`, in the file's row order): the writer that has just
         written it does, so that the next batch finds its index ready rather than reading the file for it."""
         keys = keys.select(self.key).append_column(POS, pa.array(np.arange(keys.num_rows, dtype=np.int32)))
-        keys = keys.sort_by([(k, "ascending") for k in self.key])  # written sorted by the writers: cheap
+        self._write(self._path(data_file), keys.sort_by([(k, "ascending") for k in self.key]))  # cheap: written sorted
+
+    def _write(self, path: Path, keys: pa.Table) -> None:
+        """Writes an index of sorted keys with their positions, and ORDERED where a key of several columns has it."""
+        ordered = _ordered_bytes(keys, self.key) if len(self.key) > 1 else None
+        if ordered is not None:
+            keys = keys.select([*self.key, POS]).append_column(ORDERED, pa.Array.from_buffers(
+                pa.binary(ordered.dtype.itemsize), len(ordered), [None, pa.py_buffer(ordered.tobytes())]))
         self.directory.mkdir(parents=True, exist_ok=True)
-        path = self._path(data_file)
         partial = path.with_suffix(f".{uuid.uuid4().hex}.tmp")  # executors may build the same index at once
         with pa.OSFile(str(partial), "wb") as sink, ipc.new_file(sink, keys.schema) as writer:
             writer.write_table(keys.combine_chunks())
@@ -87,11 +122,18 @@ class KeyIndex:
         """For `keys` (an Arrow table of the key columns, each key once), the position of each key's newest row,
         per data file: `files` are (path, data sequence number) of the live data files."""
         ordered = sorted(files, key=lambda f: -f[1])
-        wanted = _integer_view(keys[self.key[0]].combine_chunks()) if len(self.key) == 1 else None
+        if len(self.key) == 1:
+            wanted = _integer_view(keys[self.key[0]].combine_chunks())
+        else:
+            wanted = _ordered_bytes(keys, self.key)
         if wanted is not None:
-            return self._locate_integers(ordered, np.sort(wanted), io)
+            order = np.argsort(wanted, kind="stable")
+            return self._locate_sorted(ordered, wanted[order], keys.select(self.key).take(pa.array(order)), io)
+        return self._locate_joined(ordered, keys.select(self.key), io)
+
+    def _locate_joined(self, ordered: list, remaining: pa.Table, io) -> dict[str, np.ndarray]:
+        """locate() by a hash join of the keys still unfound with each file's keys."""
         found: dict[str, np.ndarray] = {}
-        remaining = keys.select(self.key)
         for path, _ in ordered:
             if not remaining.num_rows:
                 break
@@ -104,9 +146,22 @@ class KeyIndex:
                 remaining = remaining.filter(pa.array(keep))
         return found
 
-    def _locate_integers(self, ordered: list, wanted: np.ndarray, io) -> dict[str, np.ndarray]:
-        """locate() for one integer-like key column, `wanted` sorted: each file is probed only with the keys
-        between its first and last, by bisection, so a key costs O(log n) in the few files whose range holds it."""
+    def _sorted_keys(self, index: pa.Table) -> np.ndarray | None:
+        """The file's keys as `locate` compares them, without a copy: one integer-like column's values, or the
+        ORDERED bytes of several (None: a key with a NULL has none)."""
+        if len(self.key) == 1:
+            return _integer_view(_column(index, self.key[0]))
+        if ORDERED not in index.column_names:
+            return None
+        column = _column(index, ORDERED)
+        width = column.type.byte_width
+        data = column.buffers()[1]
+        return np.frombuffer(data, dtype=f"S{width}", count=len(column), offset=column.offset * width)
+
+    def _locate_sorted(self, ordered: list, wanted: np.ndarray, keys: pa.Table, io) -> dict[str, np.ndarray]:
+        """locate() for keys that order as integers or as ORDERED's bytes, `wanted` sorted (`keys` the same keys in
+        the same order, as columns): each file is probed only with the keys between its first and last, by
+        bisection, so a key costs O(log n) in the few files whose range holds it."""
         found: dict[str, np.ndarray] = {}
         pending = np.ones(len(wanted), dtype=bool)
         left = len(wanted)
@@ -114,12 +169,27 @@ class KeyIndex:
             if not left:
                 break
             index = self.of(path, io)
-            have = _integer_view(_column(index, self.key[0]))
-            if have is None or not len(have):
+            have = self._sorted_keys(index)
+            if have is None:  # a file's key with a NULL: the keys still unfound by a hash join with it
+                hit_rows, positions = self._probe(index, keys.filter(pa.array(pending)))
+                if len(positions):
+                    found[path] = np.sort(positions)
+                    pending[np.flatnonzero(pending)[hit_rows]] = False
+                    left -= len(hit_rows)
+                continue
+            if not len(have):
                 continue
             low, high = np.searchsorted(wanted, have[0], "left"), np.searchsorted(wanted, have[-1], "right")
             candidates = np.arange(low, high)[pending[low:high]]
             if not len(candidates):
+                continue
+            if len(have) < len(candidates) and len(self.key) > 1:
+                # a file smaller than the keys probing it is joined faster than bisected (bytes compare slowly)
+                hit_rows, positions = self._probe(index, keys.take(pa.array(candidates)))
+                if len(positions):
+                    found[path] = np.sort(positions)
+                    pending[candidates[hit_rows]] = False
+                    left -= len(hit_rows)
                 continue
             at = np.minimum(np.searchsorted(have, wanted[candidates]), len(have) - 1)
             hit = have[at] == wanted[candidates]
@@ -132,7 +202,7 @@ class KeyIndex:
     def _probe(self, index: pa.Table, keys: pa.Table) -> tuple[np.ndarray, np.ndarray]:
         """(rows of `keys` found in the file, their positions in it), by a hash join on the key columns."""
         numbered = keys.append_column("_icesink_row", pa.array(np.arange(keys.num_rows, dtype=np.int64)))
-        joined = numbered.join(index, keys=self.key, join_type="inner")
+        joined = numbered.join(index.select([*self.key, POS]), keys=self.key, join_type="inner")
         return (joined["_icesink_row"].to_numpy(), joined[POS].to_numpy())
 
 
