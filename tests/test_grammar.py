@@ -106,7 +106,8 @@ HAND_WRITTEN = [
     ("CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION c (NAMESPACE 'a', TABLE 'b') KEY (id) ENFORCED NOT MODE UPSERT", 1, 101, "found 'NOT'"),
     ("CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION c (NAMESPACE 'a', TABLE 'b') PARTITION BY (bucket(16, a, b)) MODE APPEND", 1, 97, "takes one column and at most one number"),
     ("SELECT foo(a IN b)", 1, 14, "only POSITION takes (substring IN text), not foo"),
-    ("SELECT trim('x' FROM b)", 1, 17, "not trim"),
+    ("SELECT upper('x' FROM b)", 1, 18, "and TRIM ([BOTH | LEADING | TRAILING] characters FROM text) take (… FROM …), not upper"),
+    ("SELECT upper(LEADING 'x' FROM b)", 1, 14, "only TRIM takes (LEADING … FROM …), not upper"),
     ("SELECT extract(1 FROM ts)", 1, 16, "EXTRACT takes a field name such as hour or epoch before FROM"),
     ("SELECT a IS NOT MAYBE", 1, 17, "expected DISTINCT, FALSE, NULL, TRUE or UNKNOWN, found 'MAYBE'"),
 ]

@@ -241,6 +241,20 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     "SELECT id, doc::text, (CASE WHEN ok THEN 1 END)::text, INTERVAL '1 day'::text, (x::text)::int FROM t "
     "ORDER BY 1",
     "SELECT '{\"b\":1,\"a\":2, \"a\": 3, \"ccc\": 1e2, \"dd\": [1.50, {\"é\": \"\\n\", \"ab\": null}]}'::jsonb::text",
+    # -> gives an object or array as Postgres prints a jsonb, ->> a number as its JSON text
+    "SELECT id, (doc -> 'n')::text, doc ->> 'n', (doc -> 'n' -> 'm')::text, doc -> 'n' -> 'm' ->> 0, "
+    "('{\"a\": {\"b\": 1.50, \"c\": [2.0, {\"d\": true}]}}'::jsonb -> 'a')::text, "
+    "'{\"a\": {\"b\": 1.50, \"c\": [2.0]}}'::jsonb -> 'a' ->> 'c', '{\"n\": 1.50}'::jsonb ->> 'n' FROM t ORDER BY id",
+    # ARRAY[…], = ANY and <> ALL over arrays and subqueries, subscripts counted from 1
+    "SELECT id, ARRAY[x, 5], x = ANY (ARRAY[3, 4]), x <> ALL (ARRAY[3, NULL]), 3 = ANY (ARRAY[x, 5]), "
+    "x = ANY (SELECT x FROM t WHERE id > 1), id <> ALL (SELECT x FROM t WHERE x IS NOT NULL), (ARRAY[g, 'z'])[1], "
+    "(ARRAY[1, 2, 3])[id], (ARRAY[1, 2])[0], ARRAY[ok, NOT ok] FROM t ORDER BY id",
+    "SELECT g, array_agg(x ORDER BY x), 5 = ANY (array_agg(x)), (array_agg(id ORDER BY id DESC))[1] FROM t "
+    "GROUP BY g ORDER BY g",
+    # TRIM's special forms, and the clock's functions without parentheses (by their names and types)
+    "SELECT trim(both 'x' from 'xaxx'), trim(leading from '  a '), trim(trailing 'x' from 'xax'), "
+    "trim('x' from 'xax'), trim(' b '), localtimestamp > TIMESTAMP '2020-01-01 00:00:00', "
+    "current_date > DATE '2020-01-01', now() > to_timestamp(0), current_timestamp >= now() - INTERVAL '1 hour'",
     "SELECT id, EXTRACT(EPOCH FROM to_timestamp(id * 100000000 + 0.25))::float8, to_timestamp(id) < "
     "to_timestamp(id + 1), EXTRACT(hour FROM to_timestamp(id * 3600))::int FROM t ORDER BY id",
 ])

@@ -247,6 +247,44 @@ def row(*fields):
     return json.dumps([f if not isinstance(f, bytes) else f.decode() for f in fields])
 
 
+def _elements(array) -> list:
+    """An array's elements from the JSON it is held as; text that is none is not an array."""
+    import json
+
+    try:
+        elements = json.loads(array) if isinstance(array, str) else None
+    except ValueError:
+        elements = None
+    if not isinstance(elements, list):
+        raise ValueError(f"malformed array literal: \"{array}\"")
+    return elements
+
+
+def array_has(array, value):
+    """`value = ANY (array)` as Postgres answers it, the array held as JSON: NULL for a NULL array, and where
+    nothing equals the value but an element or the value is NULL."""
+    if array is None:
+        return None
+    elements = _elements(array)
+    if value is not None and value in elements:
+        return 1
+    return None if elements and (value is None or None in elements) else 0
+
+
+def subscript(array, index):
+    """`array[index]` as Postgres answers it, the array held as JSON and counted from 1: NULL out of its bounds; an
+    element that is itself an array or a record as JSON, a truth value as 1 or 0 (as SQLite holds one)."""
+    import json
+
+    if array is None or index is None:
+        return None
+    elements, at = _elements(array), int(index)
+    if not 1 <= at <= len(elements):
+        return None
+    value = elements[at - 1]
+    return json.dumps(value) if isinstance(value, (list, dict)) else int(value) if isinstance(value, bool) else value
+
+
 def _text(value) -> str:
     if isinstance(value, float) and value.is_integer():
         return repr(value)
@@ -414,5 +452,6 @@ FUNCTIONS = {
     "translate": (3, translate), "ascii": (1, ascii_code), "make_date": (3, make_date), "gcd": (2, gcd),
     "lcm": (2, lcm), "cbrt": (1, cbrt), "timezone": (2, timezone), "unix_to_time": (1, to_timestamp),
     "icesink_substring": (-1, substring), "icesink_regex": (2, regex_match),
-    "icesink_iregex": (2, regex_match_insensitive),
+    "icesink_iregex": (2, regex_match_insensitive), "icesink_array_has": (2, array_has),
+    "icesink_subscript": (2, subscript),
 }

@@ -25,7 +25,8 @@ def check_table_functions(query: ast.Query) -> None:
 
 
 # functions whose value changes while a view's inputs do not: Materialize refuses them in a materialized view
-UNMATERIALIZABLE = frozenset({"now", "current_timestamp", "random"})
+UNMATERIALIZABLE = frozenset({"now", "current_timestamp", "current_date", "current_time", "localtime",
+                              "localtimestamp", "random"})
 
 
 def check_functions(query, materialized: bool = False) -> None:
@@ -35,7 +36,7 @@ def check_functions(query, materialized: bool = False) -> None:
     for call in walk(query):
         if isinstance(call, ast.Predicate) and call.kind in ("regex", "iregex"):
             _check_literal(call.operands[1], postgres_regex)
-        if not isinstance(call, ast.FunctionCall) or call.name.value == "[]":
+        if not isinstance(call, ast.FunctionCall) or call.name.value in ("[]", "array"):
             continue
         name, pos = call.name.value, call.name.pos
         if name == "timezone" and len(call.args) == 2:

@@ -210,6 +210,9 @@ def _check_spark_runs(tree: exp.Expression, what: str) -> None:
     """Refuses what icesink computes in SQLite alone (its own functions), in a query Spark answers."""
     if any(isinstance(f, exp.Anonymous) and f.name.lower() == "timezone" for f in tree.find_all(exp.Anonymous)):
         raise NotSupportedYet(f"AT TIME ZONE in a query over {what} (which Spark answers) is not supported yet")
+    if any(not isinstance(a.this.unnest(), (exp.Select, exp.Subquery)) for a in tree.find_all(exp.Any)):
+        raise NotSupportedYet(f"= ANY (array) and <> ALL (array) in a query over {what} (which Spark answers) are "
+                              "not supported yet")
     if any(isinstance(o.parent, (exp.GroupConcat, exp.ArrayAgg, exp.Anonymous)) for o in tree.find_all(exp.Order)):
         raise NotSupportedYet(f"ORDER BY inside an aggregate in a query over {what} (which Spark answers) is not "
                               "supported yet")

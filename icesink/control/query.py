@@ -131,6 +131,10 @@ def _interval_literal(expr) -> bool:
     return isinstance(expr, ast.Literal) and expr.type in ("interval", "text")
 
 
+# the session's time zone is UTC: current_time is its time of day (Postgres's has a zone, which icesink's time has not)
+_CLOCK_TYPES = {"current_date": "date", "localtimestamp": "timestamp", "localtime": "time", "current_time": "time"}
+
+
 def _wider(a: str, b: str) -> str:
     a, b = base_type(a), base_type(b)
     if a in NUMERIC_ORDER and b in NUMERIC_ORDER:
@@ -146,8 +150,11 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
     if isinstance(expr, ast.ColumnRef):
         return scope.lookup(expr).type
     if isinstance(expr, ast.Cast):
-        _expr_type(expr.expr, scope, resolve)
-        return normalize(expr.type)
+        operand, target = _expr_type(expr.expr, scope, resolve), normalize(expr.type)
+        if base_type(operand) == "boolean" and target == "text":  # SQLite holds a truth value as 0 or 1
+            raise NotSupportedYet("a cast of a boolean to text is not supported yet: write CASE WHEN … THEN 'true' "
+                                  "ELSE 'false' END", expr.pos)
+        return target
     if isinstance(expr, ast.BinaryOp):
         left, right = _expr_type(expr.left, scope, resolve), _expr_type(expr.right, scope, resolve)
         if expr.op == "-" and base_type(left) in _MOMENTS and base_type(right) in _MOMENTS:
@@ -171,6 +178,9 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         if expr.op in ("+", "-", "*", "/", "%"):
             return _wider(left, right)
         if expr.op == "||":
+            if "boolean" in (base_type(left), base_type(right)):
+                raise NotSupportedYet("|| with a boolean operand is not supported yet: write CASE WHEN … THEN "
+                                      "'true' ELSE 'false' END", expr.pos)
             return "text"
         if expr.op == "->":
             return "jsonb"
@@ -186,6 +196,8 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
                 isinstance(expr.operands[0], ast.Literal) and expr.operands[0].type == "text"):
             truth = {True: "TRUE", False: "FALSE", None: "UNKNOWN"}[expr.operands[1].value]
             raise PlanError(f"argument of IS {truth} must be type boolean, not type {types[0]}", expr.pos)
+        if expr.kind == "any" and types[1] != UNKNOWN and not types[1].endswith("[]"):
+            raise PlanError(f"op ANY/ALL (array) requires an array on its right, not type {types[1]}", expr.pos)
         return "boolean"
     if isinstance(expr, ast.Case):
         types = [_expr_type(then, scope, resolve) for _, then in expr.whens]
@@ -199,6 +211,13 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         if expr.over is not None:
             for part in (*expr.over.partition_by, *(o.expr for o in expr.over.order_by)):
                 _expr_type(part, scope, resolve)
+        if name == "[]":  # a subscript: an element of the array
+            return arg_types[0][:-2] if arg_types[0].endswith("[]") else UNKNOWN
+        if name == "array":  # ARRAY[a, b]: of the elements' common type
+            element = UNKNOWN
+            for kind in arg_types:
+                element = _wider(element, kind)
+            return UNKNOWN if element == UNKNOWN else f"{element}[]"
         if name in _RANKS:
             return _RANKS[name]
         if name in ("lag", "lead", "nth_value") and arg_types:
@@ -234,6 +253,8 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
             return "double precision"
         if name in ("now", "current_timestamp", "to_timestamp"):
             return "timestamp with time zone"
+        if name in _CLOCK_TYPES:
+            return _CLOCK_TYPES[name]
         if name in ("extract", "date_part"):
             return "numeric"
         return UNKNOWN

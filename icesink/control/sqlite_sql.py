@@ -100,8 +100,23 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
             return moved if moved is not None else _text_arithmetic(node, replace)
         if isinstance(node, exp.Cast):
             return _cast(node, replace)
+        if type(node) in _CLOCK:  # SQLite's own keep seconds alone, and no zone
+            return sqlglot.parse_one(_CLOCK[type(node)], read="sqlite")
+        if isinstance(node, exp.Bracket):  # `a[i]`, counted from 1 (render's offset), of an array held as JSON
+            return exp.Anonymous(this="icesink_subscript", expressions=[node.this.transform(replace),
+                                                                        node.expressions[0].transform(replace)])
+        if isinstance(node, exp.Array):  # arrays are held as JSON
+            return exp.Anonymous(this="json_array", expressions=[a.transform(replace) for a in node.expressions])
+        if isinstance(node, exp.EQ) and isinstance(node.expression, exp.Any) and not isinstance(
+                node.expression.this.unnest(), (exp.Select, exp.Subquery)):
+            # `x = ANY (array)`: not `x IN (SELECT value FROM json_each(array))`, which SQLite refuses over an aggregate
+            return exp.Anonymous(this="icesink_array_has", expressions=[
+                node.expression.this.unnest().transform(replace), node.this.transform(replace)])
         if isinstance(node, exp.JSONExtractScalar):
             return _json_text(node, replace)
+        if isinstance(node, exp.JSONExtract):  # SQLite's `->` gives an object or array minified
+            return _jsonb_printed(exp.JSONExtract(this=node.this.transform(replace), expression=node.expression.copy(),
+                                                  only_json_types=True))
         if isinstance(node, exp.Substring):
             return _substring(node, replace)
         if isinstance(node, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)) and (
@@ -130,6 +145,16 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
 _CAST_TYPES = {exp.DataType.Type.TIMESTAMP: "timestamp", exp.DataType.Type.TIMESTAMPTZ: "timestamp with time zone",
                exp.DataType.Type.INTERVAL: "interval", exp.DataType.Type.JSONB: "jsonb",
                exp.DataType.Type.JSON: "jsonb", exp.DataType.Type.UUID: "uuid"}
+
+
+# the clock's functions as the store holds their types' values (a fraction of a second in six digits, none when
+# it is 0), from SQLite's clock, in the session's zone, UTC; its milliseconds are all it has
+_FRACTION = "CASE WHEN strftime('%f', 'now') LIKE '%.000' THEN '' ELSE substr(strftime('%f', 'now'), 3) || '000' END"
+_CLOCK = {exp.CurrentTimestamp: f"strftime('%Y-%m-%d %H:%M:%S', 'now') || {_FRACTION} || '+00:00'",
+          exp.Localtimestamp: f"strftime('%Y-%m-%d %H:%M:%S', 'now') || {_FRACTION}",
+          exp.CurrentDate: "date('now')",
+          exp.CurrentTime: f"strftime('%H:%M:%S', 'now') || {_FRACTION}",
+          exp.Localtime: f"strftime('%H:%M:%S', 'now') || {_FRACTION}"}
 
 
 def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
@@ -183,14 +208,25 @@ def _text_arithmetic(node: exp.Add | exp.Sub, replace: Callable) -> exp.Expressi
                     default=exp.Paren(this=native))
 
 
+def _jsonb_printed(value: exp.Expression) -> exp.Expression:
+    """A JSON text as Postgres prints a jsonb, by the type's input function."""
+    return exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string("jsonb"), exp.Null(), value])
+
+
 def _json_text(node: exp.JSONExtractScalar, replace: Callable) -> exp.Expression:
-    """`doc ->> key` as Postgres gives it, text: SQLite's `->>` gives a JSON number as a number and true and false
-    as 1 and 0."""
+    """`doc ->> key` as Postgres gives it, text: SQLite's `->>` gives a JSON number as a number (1.50 as 1.5), true
+    and false as 1 and 0, and an object or array minified; a stored jsonb's numbers are already as Postgres prints
+    them, so a number is its JSON text."""
     document, path = node.this.transform(replace), node.expression
     value = exp.JSONExtractScalar(this=document, expression=path.copy(), only_json_types=True)
+    json_value = exp.JSONExtract(this=document.copy(), expression=path.copy(), only_json_types=True)
     kind = exp.Anonymous(this="json_type", expressions=[document.copy(), path.copy()])
-    return exp.Case(this=kind, ifs=[exp.If(this=exp.Literal.string(b), true=exp.Literal.string(b))
-                                    for b in ("true", "false")],
+    return exp.Case(this=kind, ifs=[*(exp.If(this=exp.Literal.string(b), true=exp.Literal.string(b))
+                                      for b in ("true", "false")),
+                                    *(exp.If(this=exp.Literal.string(n), true=json_value.copy())
+                                      for n in ("integer", "real")),
+                                    *(exp.If(this=exp.Literal.string(c), true=_jsonb_printed(json_value.copy()))
+                                      for c in ("object", "array"))],
                     default=exp.Cast(this=value, to=exp.DataType.build("text")))
 
 

@@ -15,6 +15,7 @@ _TYPE_NAMES = {
 }
 _LITERAL_TYPES = {"interval": "interval"}
 _PREDICATES = {"exists": "exists"}
+_CALL_NAMES = {"trim": "btrim"}  # Postgres's grammar reads trim(x) as btrim(x)
 
 
 def output_name(item: ast.SelectItem) -> str:
@@ -36,7 +37,7 @@ def _figured(expr) -> tuple[str | None, int]:
     if isinstance(expr, ast.FunctionCall):
         if expr.name.value == "[]":  # a subscript is named by what it subscripts
             return _figured(expr.args[0])
-        return expr.shown or expr.name.value, 2
+        return expr.shown or _CALL_NAMES.get(expr.name.value, expr.name.value), 2
     if isinstance(expr, ast.Case):
         return "case", 1
     if isinstance(expr, ast.RowConstructor):

@@ -39,7 +39,7 @@ _CATEGORIES = (
      {"STRING", "NUMBER", "SIGN", "TRUE", "FALSE", "SECRET", "LPAR", "IDENT", "QUOTED_IDENT"}),
     ("an expression", {"CASE", "CAST", "EXISTS"},
      {"CASE", "CAST", "EXISTS", "NOT", "NUMBER", "STRING", "IDENT", "QUOTED_IDENT", "TRUE", "FALSE", "NULL",
-      "INTERVAL", "SIGN", "LPAR", "STAR", "DISTINCT", "CHARACTER", "DOUBLE", "TIME", "TIMESTAMP"}),
+      "INTERVAL", "SIGN", "LPAR", "STAR", "DISTINCT", "CHARACTER", "DOUBLE", "TIME", "TIMESTAMP", "ARRAY"}),
 )
 _TERMINAL_WORDS = {
     "IDENT": "a name", "QUOTED_IDENT": "a name", "STRING": "a string literal", "NUMBER": "a number",

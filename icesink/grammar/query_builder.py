@@ -37,6 +37,19 @@ def _inlined(node, named: dict):
     return node
 
 
+# what Postgres reads as calls without parentheses (its reserved words): the date and time now
+CLOCK_FUNCTIONS = frozenset({"current_date", "current_time", "current_timestamp", "localtime", "localtimestamp"})
+
+
+def _trimmed(function: ast.Name, side: str, characters, text) -> ast.FunctionCall:
+    """TRIM's special form as the call Postgres computes it: btrim, ltrim or rtrim of the text (and the characters,
+    a space unless given), named as Postgres names the column."""
+    name = {"BOTH": "btrim", "LEADING": "ltrim", "TRAILING": "rtrim"}[side]
+    called = "trim" if name == "btrim" else name
+    args = (text,) if characters is None else (text, characters)
+    return ast.FunctionCall(ast.Name(called, pos=function.pos), args, shown=name)
+
+
 class QueryBuilder:
     """AstBuilder's rules for queries and expressions (its helpers, such as `_strip`, are AstBuilder's)."""
 
@@ -267,6 +280,36 @@ class QueryBuilder:
         operands = self._strip(c)
         return ast.Predicate("in", (operands[0], ast.Subquery(operands[1])), self._negated(c))
 
+    def quantifier(self, c):
+        return c[0]
+
+    def _quantified(self, c) -> tuple[object, object, bool, int]:
+        """(left operand, right one, negated, the quantifier's position) of `x = ANY (…)` (or SOME), which is `x IN …`, and of `x <> ALL (…)`,
+        which is `x NOT IN …`: the comparisons with a quantifier icesink computes."""
+        left, right = c[0], c[-1]
+        op = next((str(x) for x in c[1:-1] if isinstance(x, Token) and x.type == "COMPARISON"), "=")
+        quantifier = next(x for x in c[1:-1] if isinstance(x, Token) and x.type in ("ANY", "SOME", "ALL"))
+        word = str(quantifier).upper()
+        if op == "=" and word in ("ANY", "SOME"):
+            return left, right, False, quantifier.start_pos
+        if op in ("<>", "!=") and word == "ALL":
+            return left, right, True, quantifier.start_pos
+        raise SyntaxRuleError(f"{op} {word} (…) is not supported yet: = ANY (…) and <> ALL (…) are",
+                              quantifier.start_pos)
+
+    def quantified_subquery(self, c):
+        left, query, negated, pos = self._quantified(c)
+        return ast.Predicate("in", (left, ast.Subquery(query)), negated, pos)
+
+    def quantified_array(self, c):
+        """`x = ANY (array)`: whether the array holds x, NULL where it holds NULL and nothing equal to x."""
+        left, array, negated, pos = self._quantified(c)
+        return ast.Predicate("any", (left, array), negated, pos)
+
+    def array_constructor(self, c):
+        """`ARRAY[a, b]`, held as a call of `array` (a keyword: no function of the user's has that name)."""
+        return ast.FunctionCall(ast.Name("array", pos=c[0].start_pos), tuple(self._strip(c)))
+
     def between(self, c):
         return ast.Predicate("between", tuple(self._strip(c)), self._negated(c))
 
@@ -327,9 +370,22 @@ class QueryBuilder:
         if function.value == "substring":
             start = parts.get("FROM", ast.Literal("1", "numeric"))
             return ast.FunctionCall(function, (first, start, *([parts["FOR"]] if "FOR" in parts else ())))
+        if function.value == "trim" and set(parts) == {"FROM"}:
+            return _trimmed(function, "BOTH", first, parts["FROM"])
         words = " … ".join(parts)
-        raise SyntaxRuleError(f"only EXTRACT (field FROM value) and SUBSTRING (text FROM start FOR count) take "
-                              f"(… {words} …), not {function}", c[2].start_pos)
+        raise SyntaxRuleError(f"only EXTRACT (field FROM value), SUBSTRING (text FROM start FOR count) and TRIM "
+                              f"([BOTH | LEADING | TRAILING] characters FROM text) take (… {words} …), not {function}",
+                              c[2].start_pos)
+
+    def trim_side(self, c):
+        return c[0]
+
+    def trim_call(self, c):
+        """TRIM(BOTH | LEADING | TRAILING [characters] FROM text)."""
+        function, side, rest = make_name(c[0]), c[1], self._strip(c[2:])
+        if function.value != "trim":
+            raise SyntaxRuleError(f"only TRIM takes ({str(side).upper()} … FROM …), not {function}", side.start_pos)
+        return _trimmed(function, str(side).upper(), rest[0] if len(rest) == 2 else None, rest[-1])
 
     def at_time_zone(self, c):
         """`value AT TIME ZONE zone`, which Postgres computes as timezone(zone, value)."""
@@ -346,7 +402,10 @@ class QueryBuilder:
         return ast.Literal(unquote_string(c[1]), "interval", c[0].start_pos)
 
     def column_ref(self, c):
-        return ast.ColumnRef(tuple(make_name(t) for t in c))
+        names = tuple(make_name(t) for t in c)
+        if len(names) == 1 and not names[0].quoted and names[0].value in CLOCK_FUNCTIONS:
+            return ast.FunctionCall(names[0], ())  # SQL's functions written without parentheses: the clock's
+        return ast.ColumnRef(names)
 
     def star_arg(self, _):
         return ("star",)

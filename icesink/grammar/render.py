@@ -13,7 +13,6 @@ from sqlglot.dialects.dialect import rename_func
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.dialects.spark import Spark as SparkDialect
 from sqlglot.errors import ParseError
-from sqlglot.expressions import apply_index_offset
 
 from ..errors import PlanError
 from ..model.substrings import substring_span
@@ -132,9 +131,10 @@ def _operand(node, parent: int, right: bool = False) -> exp.Expression:
 
 def _function(call: ast.FunctionCall) -> exp.Expression:
     name = call.name.value
-    if name == "[]":  # a subscript: Postgres counts from 1, sqlglot's tree from 0
-        base = expression(call.args[0])
-        return exp.Bracket(this=base, expressions=apply_index_offset(base, [expression(call.args[1])], -1, "postgres"))
+    if name == "[]":  # a subscript, counted from 1 as Postgres counts (offset): Spark's generator counts from 0
+        return exp.Bracket(this=expression(call.args[0]), expressions=[expression(call.args[1])], offset=1)
+    if name == "array":  # ARRAY[a, b]
+        return exp.Array(expressions=[expression(a) for a in call.args])
     args = [exp.Star()] if call.star else [expression(a) for a in call.args]
     if call.distinct and call.order_by:  # `string_agg(DISTINCT x, ',' ORDER BY x)`: DISTINCT is the value's
         args = [exp.Distinct(expressions=args[:1]), *args[1:]]
@@ -221,6 +221,8 @@ def _predicate(node: ast.Predicate) -> exp.Expression:
             built = exp.In(this=_operand(ops[0], _PREDICATE), query=exp.Subquery(this=query(ops[1].query)))
         else:
             built = exp.In(this=_operand(ops[0], _PREDICATE), expressions=[expression(o) for o in ops[1:]])
+    elif node.kind == "any":  # `x = ANY (array)`; `x <> ALL (array)` is its negation
+        built = exp.EQ(this=_operand(ops[0], _PREDICATE), expression=exp.Any(this=exp.Paren(this=expression(ops[1]))))
     elif node.kind == "between":
         built = exp.Between(this=_operand(ops[0], _PREDICATE), low=_operand(ops[1], _PREDICATE),
                             high=_operand(ops[2], _PREDICATE))
