@@ -251,6 +251,9 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     "(ARRAY[1, 2, 3])[id], (ARRAY[1, 2])[0], ARRAY[ok, NOT ok] FROM t ORDER BY id",
     "SELECT g, array_agg(x ORDER BY x), 5 = ANY (array_agg(x)), (array_agg(id ORDER BY id DESC))[1] FROM t "
     "GROUP BY g ORDER BY g",
+    # a cast to an integer type rounds a numeric half away from zero (SQLite's CAST truncates, and reads '1.50' as 1)
+    "SELECT g, 2.5::int, (-2.5)::int, 3.7::bigint, 2.5::smallint, '1.50'::numeric::int, (7 / 2.0)::int, "
+    "avg(x)::int, (sum(x) / 4.0)::bigint, '12'::int FROM t GROUP BY g ORDER BY g",
     # TRIM's special forms, and the clock's functions without parentheses (by their names and types)
     "SELECT trim(both 'x' from 'xaxx'), trim(leading from '  a '), trim(trailing 'x' from 'xax'), "
     "trim('x' from 'xax'), trim(' b '), localtimestamp > TIMESTAMP '2020-01-01 00:00:00', "

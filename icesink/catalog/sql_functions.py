@@ -9,6 +9,7 @@ import hashlib
 import math
 import re
 import zoneinfo
+from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 
 from ..model.substrings import substring_span
@@ -285,6 +286,37 @@ def subscript(array, index):
     return json.dumps(value) if isinstance(value, (list, dict)) else int(value) if isinstance(value, bool) else value
 
 
+_INTEGER_BITS = {"smallint": 16, "integer": 32, "bigint": 64}
+
+
+def integer(value, type_name: str):
+    """A cast to `type_name` (smallint, integer, bigint) as Postgres casts a numeric: rounded half away from zero,
+    and out of the type's range an error (SQLite's CAST truncates, reads text to its first non-digit, and wraps). A
+    numeric is held as text, or as a double where SQLite computed it (`7 / 2.0`, `avg(x)`); Postgres rounds a
+    double precision half to even, which SQLite's value does not say it is."""
+    if value is None or isinstance(value, int) and type_name == "bigint":
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{type_name} out of range")
+        whole = int(Decimal(value).to_integral_value(ROUND_HALF_UP))
+    elif isinstance(value, int):
+        whole = value
+    else:
+        text = value.decode() if isinstance(value, bytes) else str(value)
+        try:
+            number = Decimal(text.strip())
+        except ArithmeticError:
+            raise ValueError(f'invalid input syntax for type {type_name}: "{text}"') from None
+        if not number.is_finite():
+            raise ValueError(f"{type_name} out of range")
+        whole = int(number.to_integral_value(ROUND_HALF_UP))
+    bits = _INTEGER_BITS[type_name]
+    if not -(1 << (bits - 1)) <= whole < 1 << (bits - 1):
+        raise ValueError(f"{type_name} out of range")
+    return whole
+
+
 def _text(value) -> str:
     if isinstance(value, float) and value.is_integer():
         return repr(value)
@@ -453,5 +485,5 @@ FUNCTIONS = {
     "lcm": (2, lcm), "cbrt": (1, cbrt), "timezone": (2, timezone), "unix_to_time": (1, to_timestamp),
     "icesink_substring": (-1, substring), "icesink_regex": (2, regex_match),
     "icesink_iregex": (2, regex_match_insensitive), "icesink_array_has": (2, array_has),
-    "icesink_subscript": (2, subscript),
+    "icesink_subscript": (2, subscript), "icesink_integer": (2, integer),
 }

@@ -157,6 +157,11 @@ _CLOCK = {exp.CurrentTimestamp: f"strftime('%Y-%m-%d %H:%M:%S', 'now') || {_FRAC
           exp.Localtime: f"strftime('%H:%M:%S', 'now') || {_FRACTION}"}
 
 
+# casts to an integer type, which round and check the type's range (icesink_integer), by the type's name
+_INTEGER_TYPES = {exp.DataType.Type.SMALLINT: "smallint", exp.DataType.Type.INT: "integer",
+                  exp.DataType.Type.BIGINT: "bigint", exp.DataType.Type.TINYINT: "smallint"}
+
+
 def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
     """A cast as Postgres computes it, its value converted here (a replaced node's arguments are not visited
     again): by the type's input function, `numeric(p, s)` as a number rounded to its scale (SQLite's CAST keeps
@@ -166,6 +171,11 @@ def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
     if to.this in _CAST_TYPES:
         return exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string(_CAST_TYPES[to.this]), exp.Null(),
                                                              value])
+    integer = _INTEGER_TYPES.get(to.this)
+    if integer is not None:
+        if isinstance(value, exp.Literal) and not value.is_string and value.name.isdigit() and integer == "bigint":
+            return exp.Cast(this=value, to=to)
+        return exp.Anonymous(this="icesink_integer", expressions=[value, exp.Literal.string(integer)])
     if to.is_type(exp.DataType.Type.DECIMAL) and len(to.expressions) == 2:
         return exp.Anonymous(this="round", expressions=[exp.Cast(this=value, to=exp.DataType.build("double")),
                                                         exp.Literal.number(to.expressions[1].name)])
