@@ -254,6 +254,13 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     # a cast to an integer type rounds a numeric half away from zero (SQLite's CAST truncates, and reads '1.50' as 1)
     "SELECT g, 2.5::int, (-2.5)::int, 3.7::bigint, 2.5::smallint, '1.50'::numeric::int, (7 / 2.0)::int, "
     "avg(x)::int, (sum(x) / 4.0)::bigint, '12'::int FROM t GROUP BY g ORDER BY g",
+    # regular expressions' functions, arrays' and jsonb's
+    "SELECT id, regexp_replace(g || 'bab', 'b(.)', 'X\\1Y', 'g'), regexp_replace(g || 'Bx', 'b', '<\\&>', 'i'), "
+    "regexp_replace('aaa', 'a', 'b'), regexp_match(g || '=v', '(\\w)=(\\w)'), regexp_match(g, 'z'), "
+    "(regexp_match('k=v', '(\\w)=(\\w)'))[2], array_to_string(ARRAY[x, NULL, id], ','), "
+    "array_to_string(ARRAY[g, NULL], '-', '*'), array_length(ARRAY[1, 2, id], 1), array_length(ARRAY[]::int[], 1), "
+    "cardinality(ARRAY[x, id]), jsonb_array_length(doc -> 'n' -> 'm'), jsonb_typeof(doc -> 'k'), "
+    "'{1,2,NULL}'::int[], '{a,b}'::text[] FROM t WHERE id < 3 ORDER BY id",
     # TRIM's special forms, and the clock's functions without parentheses (by their names and types)
     "SELECT trim(both 'x' from 'xaxx'), trim(leading from '  a '), trim(trailing 'x' from 'xax'), "
     "trim('x' from 'xax'), trim(' b '), localtimestamp > TIMESTAMP '2020-01-01 00:00:00', "

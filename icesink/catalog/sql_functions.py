@@ -94,6 +94,130 @@ def regex_match_insensitive(text, pattern):
     return _matches(text, pattern, re.IGNORECASE)
 
 
+def regex_options(flags, function: str) -> tuple[int, bool]:
+    """(Python's flags, whether global) from Postgres's option letters: g (not in regexp_match), i and c (case again)
+    are taken."""
+    python, every = 0, False
+    for letter in _text(flags or ""):
+        if letter == "g" and function == "regexp_match":
+            raise ValueError('regexp_match() does not support the "global" option')
+        if letter == "g":
+            every = True
+        elif letter == "i":
+            python |= re.IGNORECASE
+        elif letter == "c":
+            python &= ~re.IGNORECASE
+        else:
+            raise ValueError(f'invalid regular expression option: "{letter}" (in {function}, icesink takes g, i and c)')
+    return python, every
+
+
+_BACK_REFERENCE = re.compile(r"\\([1-9&\\])")
+
+
+def regexp_replace(text, pattern, replacement, flags=None):
+    """regexp_replace as Postgres computes it: the first match replaced (every one with the flag g); in the
+    replacement, \\1 … \\9 are the groups' text, \\& the match's and \\\\ a backslash."""
+    if text is None or pattern is None or replacement is None:
+        return None
+    python, every = regex_options(flags, "regexp_replace")
+    compiled = postgres_regex(_text(pattern), python)
+    replacement = _text(replacement)
+
+    def substitute(match: re.Match) -> str:
+        def part(ref: re.Match) -> str:
+            name = ref.group(1)
+            if name == "\\":
+                return "\\"
+            if name == "&":
+                return match.group(0)
+            group = int(name)
+            return (match.group(group) or "") if group <= compiled.groups else ""
+        return _BACK_REFERENCE.sub(part, replacement)
+    return compiled.sub(substitute, _text(text), count=0 if every else 1)
+
+
+def regexp_match(text, pattern, flags=None):
+    """regexp_match: the first match's groups (the whole match when the pattern has none) as a text array, held as
+    JSON; NULL where nothing matches."""
+    import json
+
+    if text is None or pattern is None:
+        return None
+    python, _ = regex_options(flags, "regexp_match")
+    match = postgres_regex(_text(pattern), python).search(_text(text))
+    if match is None:
+        return None
+    return json.dumps(list(match.groups()) if match.re.groups else [match.group(0)])
+
+
+def array_to_string(array, delimiter, null_text=None):
+    """An array's elements as text, between `delimiter`: NULL elements left out, or written as `null_text`; a nested
+    array's elements in order; true and false as t and f, as Postgres prints a boolean."""
+    if array is None or delimiter is None:
+        return None
+    texts = []
+
+    def add(element):
+        if isinstance(element, list):
+            for inner in element:
+                add(inner)
+        elif element is None:
+            if null_text is not None:
+                texts.append(_text(null_text))
+        elif isinstance(element, bool):
+            texts.append("t" if element else "f")
+        elif isinstance(element, dict):
+            import json
+
+            texts.append(json.dumps(element))
+        else:
+            texts.append(_text(element))
+    add(_elements(array))
+    return _text(delimiter).join(texts)
+
+
+def array_length(array, dimension=1):
+    """The length of an array's dimension (only the first is taken): NULL for an empty array, as in Postgres."""
+    if array is None or dimension is None:
+        return None
+    elements = _elements(array)
+    if int(dimension) != 1:
+        return len(elements[0]) if int(dimension) == 2 and elements and isinstance(elements[0], list) else None
+    return len(elements) or None
+
+
+def cardinality(array):
+    """The number of an array's elements, in all its dimensions; 0 for an empty one."""
+    if array is None:
+        return None
+
+    def count(elements) -> int:
+        return sum(count(e) if isinstance(e, list) else 1 for e in elements)
+    return count(_elements(array))
+
+
+def jsonb_array_length(document):
+    import json
+
+    if document is None:
+        return None
+    value = json.loads(document)
+    if not isinstance(value, list):
+        raise ValueError("cannot get array length of " + ("a non-array" if isinstance(value, dict) else "a scalar"))
+    return len(value)
+
+
+_JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number",
+               type(None): "null"}
+
+
+def jsonb_typeof(document):
+    import json
+
+    return None if document is None else _JSON_TYPES[type(json.loads(document))]
+
+
 def _matches(text, pattern, flags: int):
     if text is None or pattern is None:
         return None
@@ -485,5 +609,7 @@ FUNCTIONS = {
     "lcm": (2, lcm), "cbrt": (1, cbrt), "timezone": (2, timezone), "unix_to_time": (1, to_timestamp),
     "icesink_substring": (-1, substring), "icesink_regex": (2, regex_match),
     "icesink_iregex": (2, regex_match_insensitive), "icesink_array_has": (2, array_has),
-    "icesink_subscript": (2, subscript), "icesink_integer": (2, integer),
+    "icesink_subscript": (2, subscript), "icesink_integer": (2, integer), "regexp_replace": (-1, regexp_replace),
+    "regexp_match": (-1, regexp_match), "array_to_string": (-1, array_to_string), "array_length": (-1, array_length),
+    "cardinality": (1, cardinality), "jsonb_array_length": (1, jsonb_array_length), "jsonb_typeof": (1, jsonb_typeof),
 }

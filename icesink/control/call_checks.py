@@ -9,7 +9,7 @@ from typing import Callable
 from sqlglot import exp
 
 from ..catalog.sqlite import add_functions
-from ..catalog.sql_functions import postgres_regex, time_zone
+from ..catalog.sql_functions import postgres_regex, regex_options, time_zone
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
 from .query import walk
@@ -41,6 +41,10 @@ def check_functions(query, materialized: bool = False) -> None:
         name, pos = call.name.value, call.name.pos
         if name == "timezone" and len(call.args) == 2:
             _check_literal(call.args[0], time_zone)
+        if name in _REGEX_FLAGS and len(call.args) >= 2:  # a literal pattern or option refused where it is written
+            _check_literal(call.args[1], postgres_regex)
+            if len(call.args) > _REGEX_FLAGS[name]:
+                _check_literal(call.args[_REGEX_FLAGS[name]], lambda flags: regex_options(flags, name))
         if name == "mz_now":
             raise NotSupportedYet("mz_now() is not supported yet: icesink's views keep no temporal filters", pos)
         if name in ("substring", "substr") and len(call.args) == 3 and _negative(call.args[2]):
@@ -58,6 +62,10 @@ def check_functions(query, materialized: bool = False) -> None:
                                       call.over is not None)
         if problem is not None:
             _refuse_call(name, len(call.args), problem, known, pos)
+
+
+# the regular expressions' functions, by the position of their options (`'g'`, `'i'`)
+_REGEX_FLAGS = {"regexp_replace": 3, "regexp_match": 2}
 
 
 # aggregates whose arguments sqlglot's node takes or drops without a word (array_agg's second) or SQLite's own takes
@@ -115,7 +123,7 @@ def _refuse_call(name: str, arguments: int, problem: str, known: bool, pos: int)
 
 # Postgres's and Materialize's functions sqlglot does not know by name, which no query here runs yet
 _POSTGRES_ONLY = frozenset({"jsonb_agg", "json_agg", "jsonb_object_agg", "json_object_agg",
-                            "percentile_cont", "percentile_disc", "to_char", "regexp_match", "regexp_replace",
+                            "percentile_cont", "percentile_disc", "to_char",
                             "age", "isfinite", "quote_ident", "quote_literal", "jsonb_build_object",
                             "json_build_object", "make_timestamp", "make_interval", "date_bin", "justify_hours",
-                            "justify_interval", "array_to_string", "regexp_split_to_array", "jsonb_array_length"})
+                            "justify_interval", "regexp_split_to_array"})

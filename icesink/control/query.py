@@ -86,7 +86,8 @@ _RANKS = {"row_number": "bigint", "rank": "bigint", "dense_rank": "bigint", "nti
           "percent_rank": "double precision", "cume_dist": "double precision"}
 _TEXT_FUNCTIONS = {"lower", "upper", "concat", "substr", "substring", "trim", "btrim", "ltrim", "rtrim",
                    "replace", "md5", "left", "right", "lpad", "rpad", "initcap", "to_char", "format", "concat_ws",
-                   "reverse", "translate", "repeat", "split_part"}
+                   "reverse", "translate", "repeat", "split_part", "regexp_replace", "array_to_string",
+                   "jsonb_typeof"}
 _PASSTHROUGH = {"min", "max", "abs", "coalesce", "nullif", "greatest", "least", "round", "floor", "ceil",
                 "date_trunc", "first_value", "last_value", "any_value", "gcd", "lcm"}
 _SPREADS = {"stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop"}
@@ -241,7 +242,10 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
             return arg_types[-1] if name == "date_trunc" else arg_types[0]
         if name in _TEXT_FUNCTIONS:
             return "text"
-        if name in ("length", "char_length", "position", "strpos", "octet_length", "ascii"):
+        if name == "regexp_match":
+            return "text[]"
+        if name in ("length", "char_length", "position", "strpos", "octet_length", "ascii", "array_length",
+                    "cardinality", "jsonb_array_length"):
             return "integer"
         if name in ("starts_with", "bool_and", "bool_or", "every"):
             return "boolean"

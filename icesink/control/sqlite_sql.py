@@ -14,6 +14,7 @@ from ..errors import PlanError
 from ..grammar import render
 from ..model.intervals import interval_parts, interval_text
 from .sqlite_aggregates import array_agg, array_aggregate, order_of, ordered_aggregate
+from .types import SYNONYMS
 
 
 def _postgres_arithmetic(tree: exp.Expression) -> exp.Expression:
@@ -102,6 +103,9 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
             return _cast(node, replace)
         if type(node) in _CLOCK:  # SQLite's own keep seconds alone, and no zone
             return sqlglot.parse_one(_CLOCK[type(node)], read="sqlite")
+        if isinstance(node, exp.ArraySize):  # array_length(a, dimension): SQLite's writer would leave the dimension
+            return exp.Anonymous(this="array_length", expressions=[
+                a.transform(replace) for a in (node.this, node.args.get("expression")) if a is not None])
         if isinstance(node, exp.Bracket):  # `a[i]`, counted from 1 (render's offset), of an array held as JSON
             return exp.Anonymous(this="icesink_subscript", expressions=[node.this.transform(replace),
                                                                         node.expressions[0].transform(replace)])
@@ -168,6 +172,8 @@ def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
     every digit), `boolean` from text as Postgres reads it and from a number as whether it is not 0 (SQLite's
     would read 'true' as 0, and keep 2 as 2); any other by SQLite's own."""
     value, to = node.this.transform(replace), node.to
+    if to.is_type(exp.DataType.Type.ARRAY):  # `'{1,2}'::int[]`, `ARRAY[]::text[]`: by the array type's input function
+        return exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string(_array_type(to)), exp.Null(), value])
     if to.this in _CAST_TYPES:
         return exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string(_CAST_TYPES[to.this]), exp.Null(),
                                                              value])
@@ -186,6 +192,15 @@ def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
     if to.is_type(exp.DataType.Type.BOOLEAN):
         return exp.Cast(this=value, to=exp.DataType.build("int"))
     return exp.Cast(this=value, to=to)
+
+
+def _array_type(to: exp.DataType) -> str:
+    """An array type in icesink's spelling (`integer[]`, `text[][]`), whose input function a cast takes."""
+    depth = 0
+    while to.is_type(exp.DataType.Type.ARRAY) and to.expressions:
+        to, depth = to.expressions[0], depth + 1
+    written = to.sql(dialect="postgres").lower()
+    return SYNONYMS.get(written, written) + "[]" * depth
 
 
 def _substring(node: exp.Substring, replace: Callable) -> exp.Expression:

@@ -11,7 +11,7 @@ from ..grammar import ast
 from ..model.descriptors import PartitionField
 from ..model.types import RANGES, Column, base_type
 
-_SYNONYMS = {
+SYNONYMS = {
     "int2": "smallint", "smallint": "smallint",
     "int": "integer", "int4": "integer", "integer": "integer",
     "int8": "bigint", "bigint": "bigint", "long": "bigint",
@@ -53,7 +53,7 @@ def normalize(data_type: ast.DataType, named: NamedTypes | None = None) -> str:
         if normalize(data_type.key, named) != "text":
             raise PlanError(f"a map's keys must be text, not {data_type.key}", data_type.key.pos)
         return f"map[text=>{normalize(data_type.value, named)}]" + "[]" * data_type.array_depth
-    name = _SYNONYMS.get(data_type.name)
+    name = SYNONYMS.get(data_type.name)
     if name is None and named is not None:
         found = named(data_type.name)
         if found is not None:
