@@ -261,6 +261,11 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     "array_to_string(ARRAY[g, NULL], '-', '*'), array_length(ARRAY[1, 2, id], 1), array_length(ARRAY[]::int[], 1), "
     "cardinality(ARRAY[x, id]), jsonb_array_length(doc -> 'n' -> 'm'), jsonb_typeof(doc -> 'k'), "
     "'{1,2,NULL}'::int[], '{a,b}'::text[] FROM t WHERE id < 3 ORDER BY id",
+    # a moment's text as Postgres prints it: a fraction without trailing zeros, a zone of whole hours as +00
+    "SELECT (TIMESTAMP '2026-02-01 23:59:59.5')::text, (TIMESTAMP '2026-02-01 23:59:59.5' + INTERVAL '1 day')::text, "
+    "to_timestamp(1.5)::text, length(to_timestamp(0.25)::text), "
+    "(TIMESTAMP '2026-01-01 10:00:00' AT TIME ZONE 'Asia/Kolkata')::text, "
+    "'x' || (TIMESTAMP '2026-01-01 10:00:00.120' - INTERVAL '1 hour')::text",
     # TRIM's special forms, and the clock's functions without parentheses (by their names and types)
     "SELECT trim(both 'x' from 'xaxx'), trim(leading from '  a '), trim(trailing 'x' from 'xax'), "
     "trim('x' from 'xax'), trim(' b '), localtimestamp > TIMESTAMP '2020-01-01 00:00:00', "

@@ -441,6 +441,24 @@ def integer(value, type_name: str):
     return whole
 
 
+_MOMENT_TEXT = re.compile(r"(\d{4,}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}|\d{2}:\d{2}:\d{2})(?:\.(\d*?)0*)?([+-]\d{2})?(:00)?")
+
+
+def moment_text(value):
+    """A timestamp, timestamptz or time as the store holds it ('… 10:00:00.500000+00:00') as Postgres prints it
+    ('… 10:00:00.5+00'): a fraction without its trailing zeros, a zone of whole hours without its minutes; other
+    values as they are."""
+    if not isinstance(value, str):
+        return value
+    match = _MOMENT_TEXT.fullmatch(value)
+    if match is None:
+        return value
+    whole, fraction, zone, minutes = match.groups()
+    if minutes is not None and zone is None:
+        return value
+    return whole + (f".{fraction}" if fraction else "") + (zone or "")
+
+
 def _text(value) -> str:
     if isinstance(value, float) and value.is_integer():
         return repr(value)
@@ -609,7 +627,7 @@ FUNCTIONS = {
     "lcm": (2, lcm), "cbrt": (1, cbrt), "timezone": (2, timezone), "unix_to_time": (1, to_timestamp),
     "icesink_substring": (-1, substring), "icesink_regex": (2, regex_match),
     "icesink_iregex": (2, regex_match_insensitive), "icesink_array_has": (2, array_has),
-    "icesink_subscript": (2, subscript), "icesink_integer": (2, integer), "regexp_replace": (-1, regexp_replace),
+    "icesink_subscript": (2, subscript), "icesink_integer": (2, integer), "icesink_text": (1, moment_text), "regexp_replace": (-1, regexp_replace),
     "regexp_match": (-1, regexp_match), "array_to_string": (-1, array_to_string), "array_length": (-1, array_length),
     "cardinality": (1, cardinality), "jsonb_array_length": (1, jsonb_array_length), "jsonb_typeof": (1, jsonb_typeof),
 }

@@ -13,6 +13,7 @@ from typing import Callable
 
 from ..catalog.secrets import secret_value
 from ..catalog.sqlite import sqlite_message
+from ..catalog.sql_functions import moment_text
 from ..catalog.store import Catalog, CatalogObject, now
 from ..catalog_connections import connector_for
 from ..errors import CatalogError, IcesinkError, NotSupportedYet, PlanError, first_line
@@ -314,6 +315,8 @@ class Executor:
                                                                plan.column_positions.get(message))) from None
         for i in plan.booleans:
             rows = [(*row[:i], _truths(row[i]), *row[i + 1:]) for row in rows]
+        for i in plan.moments:
+            rows = [(*row[:i], moment_text(row[i]), *row[i + 1:]) for row in rows]
         return Result(f"SELECT {len(rows)}", columns, rows)
 
 

@@ -85,6 +85,8 @@ class QueryPlan:
     replicated: tuple = ()  # (object id, name, source id): relations a Postgres source replicates, read once copied
     generated: tuple = ()  # ids of load generators' relations, read from the tables that keep them, caught up first
     booleans: tuple = ()  # positions of the output columns of type boolean (or arrays of it): SQLite gives 0 and 1
+    moments: tuple = ()  # positions of the output columns of type timestamp, timestamptz or time: shown as Postgres
+    # prints them
 
 
 @dataclass

@@ -267,7 +267,7 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
     return QueryPlan(sqlite_sql(render.query(query, name_table, named=True)),
                      target="tables" if engine_tables else "catalog",
                      column_positions=column_positions(stmt), replicated=tuple(replicated),
-                     generated=tuple(dict.fromkeys(generated)), booleans=_boolean_outputs(binder, query))
+                     generated=tuple(dict.fromkeys(generated)), **_typed_outputs(binder, query))
 
 
 # the system views' columns of type boolean (SQLite gives them as 0 and 1, as it does every truth value)
@@ -282,10 +282,15 @@ def _system_view(name: str) -> Relation:
                                       for n in names))
 
 
-def _boolean_outputs(binder: Binder, query: ast.Query) -> tuple[int, ...]:
-    """Which output columns are booleans or arrays of them, which SQLite answers as 0 and 1: the binder's types,
-    where it knows them."""
-    return tuple(i for i, c in enumerate(bound_columns(binder, query)) if base_type(c.type.rstrip("[]")) == "boolean")
+_MOMENTS = ("timestamp", "timestamp with time zone", "time")
+
+
+def _typed_outputs(binder: Binder, query: ast.Query) -> dict[str, tuple[int, ...]]:
+    """Which output columns are booleans or arrays of them, which SQLite answers as 0 and 1, and which are moments,
+    which the store holds in a text of its own: the binder's types, where it knows them."""
+    types = [c.type for c in bound_columns(binder, query)]
+    return {"booleans": tuple(i for i, t in enumerate(types) if base_type(t.rstrip("[]")) == "boolean"),
+            "moments": tuple(i for i, t in enumerate(types) if base_type(t) in _MOMENTS)}
 
 
 def bound_columns(binder: Binder, query: ast.Query) -> tuple[Column, ...]:

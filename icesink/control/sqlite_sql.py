@@ -182,6 +182,8 @@ def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
         if isinstance(value, exp.Literal) and not value.is_string and value.name.isdigit() and integer == "bigint":
             return exp.Cast(this=value, to=to)
         return exp.Anonymous(this="icesink_integer", expressions=[value, exp.Literal.string(integer)])
+    if to.is_type(*exp.DataType.TEXT_TYPES):  # a moment's text as Postgres prints it, not as the store holds it
+        return exp.Anonymous(this="icesink_text", expressions=[exp.Cast(this=value, to=to)])
     if to.is_type(exp.DataType.Type.DECIMAL) and len(to.expressions) == 2:
         return exp.Anonymous(this="round", expressions=[exp.Cast(this=value, to=exp.DataType.build("double")),
                                                         exp.Literal.number(to.expressions[1].name)])
