@@ -266,6 +266,14 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     "to_timestamp(1.5)::text, length(to_timestamp(0.25)::text), "
     "(TIMESTAMP '2026-01-01 10:00:00' AT TIME ZONE 'Asia/Kolkata')::text, "
     "'x' || (TIMESTAMP '2026-01-01 10:00:00.120' - INTERVAL '1 hour')::text",
+    # to_char of timestamps and dates by Postgres's templates, and date_bin
+    "SELECT to_char(TIMESTAMP '2026-01-05 14:03:07.25', 'Month DD, YYYY HH12:MI:SS AM'), "
+    "to_char(DATE '2026-01-05' + id * 40, 'FMMonth FMDDth, YYYY \"at\" HH24:MI:SS.MS US Dy "
+    "IW Q DDD FMDay D WW CC J'), to_char(DATE '2026-03-01', 'YYYY-MM mon MON RM Y,YYY IYYY-IW-ID hh24 fmdd'), "
+    "to_char(to_timestamp(86400 * id), 'YYYY-MM-DD HH24:MI:SS TZ OF TZH'), to_char(TIMESTAMP '2026-02-22 00:00:00', "
+    "'DDth DDTH FMDDth HH12 am A.M. p.m.'), date_bin('15 minutes', TIMESTAMP '2026-01-05 14:03:07', "
+    "TIMESTAMP '2000-01-01'), date_bin(INTERVAL '1 hour', to_timestamp(5000 * id), TIMESTAMP '2000-01-01 00:30:00'), "
+    "date_bin('15 minutes', TIMESTAMP '1999-12-31 23:59:00', TIMESTAMP '2000-01-01') FROM t ORDER BY id",
     # TRIM's special forms, and the clock's functions without parentheses (by their names and types)
     "SELECT trim(both 'x' from 'xaxx'), trim(leading from '  a '), trim(trailing 'x' from 'xax'), "
     "trim('x' from 'xax'), trim(' b '), localtimestamp > TIMESTAMP '2020-01-01 00:00:00', "

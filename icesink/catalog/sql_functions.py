@@ -12,8 +12,9 @@ import zoneinfo
 from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 
-from ..model.substrings import substring_span
 from ..model.intervals import interval_parts, plus_interval
+from ..model.substrings import substring_span
+from . import to_char as to_char_text
 
 
 def repeat(text, count):
@@ -316,6 +317,35 @@ def _moment(value) -> tuple[dt.datetime, str] | None:
     year, month, day, hour, minute, second, fraction, zone = found.groups()
     return dt.datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
                        int(round(float(fraction or 0) * 1_000_000))), zone
+
+
+def date_bin(stride, source, origin):
+    """date_bin(stride, source, origin): the start of the bin of `stride` (an interval of days and time, counted from
+    `origin`) that holds `source`, of the source's type."""
+    if stride is None or source is None or origin is None:
+        return None
+    months, days, micros = interval_parts(str(stride))
+    if months:
+        raise ValueError("timestamps cannot be binned into intervals containing months or years")
+    width = days * 86_400_000_000 + micros
+    if width <= 0:
+        raise ValueError("stride must be greater than zero")
+    parsed, start = _moment(source), _moment(origin)
+    if parsed is None or start is None:
+        raise ValueError(f"date_bin takes timestamps, not {source if parsed is None else origin!r}")
+    (moment, zone), (first, _) = parsed, start
+    offset = (moment - first) // dt.timedelta(microseconds=1)
+    return (first + dt.timedelta(microseconds=offset - offset % width)).isoformat(sep=" ") + zone
+
+
+def to_char(value, template):
+    """to_char(timestamp or date, template), as Postgres writes it (catalog/to_char.py)."""
+    if value is None or template is None:
+        return None
+    parsed = _moment(value)
+    if parsed is None:
+        raise ValueError("to_char of a number is not supported yet: to_char takes a timestamp or a date here")
+    return to_char_text.render(*parsed, _text(template))
 
 
 def date_part(field, value):
@@ -629,5 +659,5 @@ FUNCTIONS = {
     "icesink_iregex": (2, regex_match_insensitive), "icesink_array_has": (2, array_has),
     "icesink_subscript": (2, subscript), "icesink_integer": (2, integer), "icesink_text": (1, moment_text), "regexp_replace": (-1, regexp_replace),
     "regexp_match": (-1, regexp_match), "array_to_string": (-1, array_to_string), "array_length": (-1, array_length),
-    "cardinality": (1, cardinality), "jsonb_array_length": (1, jsonb_array_length), "jsonb_typeof": (1, jsonb_typeof),
+    "cardinality": (1, cardinality), "date_bin": (3, date_bin), "to_char": (2, to_char), "jsonb_array_length": (1, jsonb_array_length), "jsonb_typeof": (1, jsonb_typeof),
 }

@@ -123,7 +123,7 @@ def _refuse_call(name: str, arguments: int, problem: str, known: bool, pos: int)
 
 # Postgres's and Materialize's functions sqlglot does not know by name, which no query here runs yet
 _POSTGRES_ONLY = frozenset({"jsonb_agg", "json_agg", "jsonb_object_agg", "json_object_agg",
-                            "percentile_cont", "percentile_disc", "to_char",
+                            "percentile_cont", "percentile_disc",
                             "age", "isfinite", "quote_ident", "quote_literal", "jsonb_build_object",
                             "json_build_object", "make_timestamp", "make_interval", "date_bin", "justify_hours",
                             "justify_interval", "regexp_split_to_array"})

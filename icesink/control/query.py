@@ -212,6 +212,9 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         if expr.over is not None:
             for part in (*expr.over.partition_by, *(o.expr for o in expr.over.order_by)):
                 _expr_type(part, scope, resolve)
+        if name == "to_char" and arg_types and base_type(arg_types[0]) in NUMERIC_ORDER:
+            raise NotSupportedYet("to_char of a number is not supported yet: to_char takes a timestamp or a date here",
+                                  expr.pos)
         if name == "[]":  # a subscript: an element of the array
             return arg_types[0][:-2] if arg_types[0].endswith("[]") else UNKNOWN
         if name == "array":  # ARRAY[a, b]: of the elements' common type
@@ -242,6 +245,8 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
             return arg_types[-1] if name == "date_trunc" else arg_types[0]
         if name in _TEXT_FUNCTIONS:
             return "text"
+        if name == "date_bin" and len(arg_types) == 3:
+            return arg_types[1]
         if name == "regexp_match":
             return "text[]"
         if name in ("length", "char_length", "position", "strpos", "octet_length", "ascii", "array_length",

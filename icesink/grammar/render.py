@@ -142,6 +142,8 @@ def _function(call: ast.FunctionCall) -> exp.Expression:
         args = [exp.Distinct(expressions=args)]
     if call.order_by:
         node = _ordered_aggregate(name, args, call.order_by)
+    elif name in _AS_WRITTEN:
+        node = exp.Anonymous(this=name, expressions=args)
     else:
         try:
             node = exp.func(name, *args, dialect="postgres")
@@ -154,6 +156,11 @@ def _function(call: ast.FunctionCall) -> exp.Expression:
                           order=_order(call.over.order_by) if call.over.order_by else None,
                           spec=_frame(call.over.frame) if call.over.frame is not None else None)
     return node
+
+
+# functions sqlglot's tree would turn into others of its own (to_char into strftime's formats, date_bin's origin
+# into a bare word): called as written, icesink's own in SQLite
+_AS_WRITTEN = frozenset({"to_char", "date_bin"})
 
 
 def _ordered_aggregate(name: str, args: list, order_by: tuple) -> exp.Expression:
