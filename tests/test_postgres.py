@@ -274,6 +274,9 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     "'DDth DDTH FMDDth HH12 am A.M. p.m.'), date_bin('15 minutes', TIMESTAMP '2026-01-05 14:03:07', "
     "TIMESTAMP '2000-01-01'), date_bin(INTERVAL '1 hour', to_timestamp(5000 * id), TIMESTAMP '2000-01-01 00:30:00'), "
     "date_bin('15 minutes', TIMESTAMP '1999-12-31 23:59:00', TIMESTAMP '2000-01-01') FROM t ORDER BY id",
+    # what depends on an operand's type: a truth value's text, a double rounded half to even
+    "SELECT id, ok::text, (x > 3)::text, 'x' || ok, ok || 'y', CAST(x IS NULL AS text), round(x::float8 / 2), "
+    "(x::float8 / 2)::int, round(2.5::float8), 2.5::float8::int, (x / 2.0)::int FROM t ORDER BY id",
     # TRIM's special forms, and the clock's functions without parentheses (by their names and types)
     "SELECT trim(both 'x' from 'xaxx'), trim(leading from '  a '), trim(trailing 'x' from 'xax'), "
     "trim('x' from 'xax'), trim(' b '), localtimestamp > TIMESTAMP '2020-01-01 00:00:00', "
@@ -302,6 +305,21 @@ def test_a_select_names_its_columns_and_gives_its_truth_values_as_postgres_does(
            for row in result.rows]
     assert [[_typed(row[i]) for i in compared] for row in got] == [[_typed(row[i]) for i in compared]
                                                                     for row in expected]
+
+
+def test_a_view_keeps_what_its_operands_types_decide_as_postgres_does(session, postgres):
+    """A materialized view's stored query is written with its operands' types, so a truth value's text and a
+    double's rounding are Postgres's in the view too, not SQLite's 1 and half away from zero."""
+    query = ("SELECT id, ok::text AS t, 'x' || (x > 3) AS s, round(x::float8 / 2) AS r, (x::float8 / 2)::int AS i "
+             "FROM t")
+    session.execute(NAMING_TABLE + f"; CREATE MATERIALIZED VIEW typed_v AS {query}")
+    with postgres.admin() as admin:
+        admin.execute("DROP TABLE IF EXISTS t")
+        for statement in NAMING_TABLE.split("; "):
+            admin.execute(statement)
+        expected = admin.execute(query + " ORDER BY id").fetchall()
+    assert session.execute("SELECT * FROM typed_v ORDER BY id")[-1].rows == expected
+    assert expected[0][1:3] == ("true", "xfalse")  # what SQLite alone would have written as '1' and 'x0'
 
 
 def _typed(value):

@@ -446,8 +446,8 @@ _INTEGER_BITS = {"smallint": 16, "integer": 32, "bigint": 64}
 def integer(value, type_name: str):
     """A cast to `type_name` (smallint, integer, bigint) as Postgres casts a numeric: rounded half away from zero,
     and out of the type's range an error (SQLite's CAST truncates, reads text to its first non-digit, and wraps). A
-    numeric is held as text, or as a double where SQLite computed it (`7 / 2.0`, `avg(x)`); Postgres rounds a
-    double precision half to even, which SQLite's value does not say it is."""
+    numeric is held as text, or as a double where SQLite computed it (`7 / 2.0`, `avg(x)`); a double precision,
+    which Postgres rounds half to even, comes rounded so already where the binder knew it for one (`rint`)."""
     if value is None or isinstance(value, int) and type_name == "bigint":
         return value
     if isinstance(value, float):
@@ -487,6 +487,13 @@ def moment_text(value):
     if minutes is not None and zone is None:
         return value
     return whole + (f".{fraction}" if fraction else "") + (zone or "")
+
+
+def rint(value):
+    """A double rounded half to even, as Postgres rounds one (its round and its casts to integers)."""
+    if value is None or isinstance(value, int):
+        return value
+    return float(round(float(value)))
 
 
 def _text(value) -> str:
@@ -659,5 +666,6 @@ FUNCTIONS = {
     "icesink_iregex": (2, regex_match_insensitive), "icesink_array_has": (2, array_has),
     "icesink_subscript": (2, subscript), "icesink_integer": (2, integer), "icesink_text": (1, moment_text), "regexp_replace": (-1, regexp_replace),
     "regexp_match": (-1, regexp_match), "array_to_string": (-1, array_to_string), "array_length": (-1, array_length),
-    "cardinality": (1, cardinality), "date_bin": (3, date_bin), "to_char": (2, to_char), "jsonb_array_length": (1, jsonb_array_length), "jsonb_typeof": (1, jsonb_typeof),
+    "cardinality": (1, cardinality), "date_bin": (3, date_bin), "to_char": (2, to_char),
+    "rint": (1, rint), "jsonb_array_length": (1, jsonb_array_length), "jsonb_typeof": (1, jsonb_typeof),
 }

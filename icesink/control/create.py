@@ -369,9 +369,10 @@ def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedVi
     check_functions(stmt.query, materialized=True)
     query = expand_distinct_on_stars(stmt.query, resolve)
     check_distinct_on_order(query)
-    bound = bind_query(query, resolve)
-    descriptor = ViewDescriptor(stored_sql(render.query(query)), bound.columns,
-                                tuple(tuple(sorted(k)) for k in bound.unique_keys))
+    with render.typed():  # the stored text is written with its operands' types (a truth value's text)
+        bound = bind_query(query, resolve)
+        descriptor = ViewDescriptor(stored_sql(render.query(query)), bound.columns,
+                                    tuple(tuple(sorted(k)) for k in bound.unique_keys))
     # a relation read only in a subquery (IN, EXISTS, a value) is one the view cannot lose either
     depends = tuple(dict.fromkeys([r.id for r in bound.relations] + [resolve(ref).id for ref in table_refs(query)]))
     return CreatePlan("materialized-view", "materialized-view", stmt.name.name, *_texts(stmt), descriptor, depends,

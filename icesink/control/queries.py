@@ -264,10 +264,11 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
         raise NotSupportedYet("a query that joins engine tables with SHOW is not supported yet",
                               shows[0].show.name.pos)
     name_table = _with_shows(binder, name_table) if shows else name_table
-    return QueryPlan(sqlite_sql(render.query(query, name_table, named=True)),
-                     target="tables" if engine_tables else "catalog",
-                     column_positions=column_positions(stmt), replicated=tuple(replicated),
-                     generated=tuple(dict.fromkeys(generated)), **_typed_outputs(binder, query))
+    with render.typed():  # bound first: how a cast is written may depend on its operand's type
+        outputs = _typed_outputs(binder, query)
+        sql = sqlite_sql(render.query(query, name_table, named=True))
+    return QueryPlan(sql, target="tables" if engine_tables else "catalog", column_positions=column_positions(stmt),
+                     replicated=tuple(replicated), generated=tuple(dict.fromkeys(generated)), **outputs)
 
 
 # the system views' columns of type boolean (SQLite gives them as 0 and 1, as it does every truth value)

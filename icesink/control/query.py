@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from ..errors import NotSupportedYet, PlanError
-from ..grammar import ast
+from ..grammar import ast, render
 from ..grammar.output_names import output_name
 from .types import NUMERIC_ORDER, UNKNOWN, Column, base_type, normalize
 
@@ -152,9 +152,7 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         return scope.lookup(expr).type
     if isinstance(expr, ast.Cast):
         operand, target = _expr_type(expr.expr, scope, resolve), normalize(expr.type)
-        if base_type(operand) == "boolean" and target == "text":  # SQLite holds a truth value as 0 or 1
-            raise NotSupportedYet("a cast of a boolean to text is not supported yet: write CASE WHEN … THEN 'true' "
-                                  "ELSE 'false' END", expr.pos)
+        render.record_types(expr, (base_type(operand), target))  # a truth value's text, a double's rounding
         return target
     if isinstance(expr, ast.BinaryOp):
         left, right = _expr_type(expr.left, scope, resolve), _expr_type(expr.right, scope, resolve)
@@ -179,9 +177,7 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         if expr.op in ("+", "-", "*", "/", "%"):
             return _wider(left, right)
         if expr.op == "||":
-            if "boolean" in (base_type(left), base_type(right)):
-                raise NotSupportedYet("|| with a boolean operand is not supported yet: write CASE WHEN … THEN "
-                                      "'true' ELSE 'false' END", expr.pos)
+            render.record_types(expr, (base_type(left), base_type(right)))  # a truth value's text
             return "text"
         if expr.op == "->":
             return "jsonb"
@@ -212,6 +208,8 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         if expr.over is not None:
             for part in (*expr.over.partition_by, *(o.expr for o in expr.over.order_by)):
                 _expr_type(part, scope, resolve)
+        if name == "round":
+            render.record_types(expr, tuple(base_type(t) for t in arg_types))
         if name == "to_char" and arg_types and base_type(arg_types[0]) in NUMERIC_ORDER:
             raise NotSupportedYet("to_char of a number is not supported yet: to_char takes a timestamp or a date here",
                                   expr.pos)

@@ -212,8 +212,10 @@ def plan_write(binder: Binder, stmt, text: str):
                 if engine_table_storage(binder, ref, generated=[]) is None:
                     raise NotSupportedYet("INSERT … SELECT from system views is not supported", ref.name.pos)
             name_table, _ = sqlite_tables(binder, refs, generated=generated)
-            bound_columns(binder, stmt.query)  # refuses what SQLite would compute wrong, as SELECT does
-        sql = _insert_sql(stmt, storage, targets, name_table)
+        with render.typed():
+            if stmt.query is not None:
+                bound_columns(binder, stmt.query)  # refuses what SQLite would compute wrong, as SELECT does
+            sql = _insert_sql(stmt, storage, targets, name_table)
     else:
         where = exp.Where(this=render.expression(stmt.where)) if stmt.where is not None else None
         if isinstance(stmt, ast.Update):

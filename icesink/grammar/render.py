@@ -5,6 +5,7 @@ own text (`statement_sql`), which is what the catalog stores and what renames an
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Callable, Optional
 
@@ -135,6 +136,8 @@ def _function(call: ast.FunctionCall) -> exp.Expression:
         return exp.Bracket(this=expression(call.args[0]), expressions=[expression(call.args[1])], offset=1)
     if name == "array":  # ARRAY[a, b]
         return exp.Array(expressions=[expression(a) for a in call.args])
+    if name == "round" and len(call.args) == 1 and (_typed(call) or ("",))[0] in _DOUBLES:
+        return exp.Anonymous(this="rint", expressions=[expression(call.args[0])])  # Postgres's round of a double
     args = [exp.Star()] if call.star else [expression(a) for a in call.args]
     if call.distinct and call.order_by:  # `string_agg(DISTINCT x, ',' ORDER BY x)`: DISTINCT is the value's
         args = [exp.Distinct(expressions=args[:1]), *args[1:]]
@@ -200,7 +203,58 @@ def _binary(node: ast.BinaryOp) -> exp.Expression:
     left, right = _operand(node.left, precedence), _operand(node.right, precedence, right=True)
     if node.op == "||":  # Postgres binds arithmetic before ||, SQLite after it, Spark as tightly (left to right)
         left, right = (exp.Paren(this=side) if isinstance(side, _ARITHMETIC) else side for side in (left, right))
+        kinds = _typed(node) or ("", "")
+        left, right = (_truth_text(side) if kind == "boolean" else side for side, kind in zip((left, right), kinds))
     return cls(this=left, expression=right)
+
+
+# ---------------------------------------------------------------- what the binder's types change
+# The binder records, by node, the types of the operands whose SQL depends on them (a truth value's text, a double's
+# rounding), while it binds a statement inside `typed()`; the statement rendered inside the same `typed()` is
+# written with them. A materialized view's stored text is rendered so, so that every query reading it has them.
+_operand_types: ContextVar[dict | None] = ContextVar("icesink_operand_types", default=None)
+_INTEGERS = ("smallint", "integer", "bigint")
+_DOUBLES = ("double precision", "real")
+
+
+@contextmanager
+def typed():
+    token = _operand_types.set({})
+    try:
+        yield
+    finally:
+        _operand_types.reset(token)
+
+
+def record_types(node, types) -> bool:
+    """Notes the operand types the rendering of `node` depends on; False outside `typed()`."""
+    recorded = _operand_types.get()
+    if recorded is not None:
+        recorded[id(node)] = types
+    return recorded is not None
+
+
+def _typed(node):
+    recorded = _operand_types.get()
+    return None if recorded is None else recorded.get(id(node))
+
+
+def _truth_text(value: exp.Expression) -> exp.Expression:
+    """A truth value as Postgres writes it as text, 'true' or 'false' (SQLite holds it as 1 or 0)."""
+    return exp.Case(ifs=[exp.If(this=value, true=exp.Literal.string("true")),
+                         exp.If(this=exp.Not(this=value.copy()), true=exp.Literal.string("false"))])
+
+
+def _cast(node: ast.Cast) -> exp.Expression:
+    """A cast; of a boolean to text, its truth value's text; of a double to an integer, rounded half to even first,
+    as Postgres rounds it (`rint`, which SQLite and Spark both have)."""
+    value = _operand(node.expr, _ATOM)
+    operand, target = _typed(node) or ("", "")
+    if operand == "boolean" and target == "text":
+        return _truth_text(value)
+    if operand in _DOUBLES and target in _INTEGERS:
+        value = exp.Anonymous(this="rint", expressions=[value])
+    return exp.Cast(this=value, to=data_type(node.type))
 
 
 def _predicate(node: ast.Predicate) -> exp.Expression:
@@ -273,7 +327,7 @@ def expression(node) -> exp.Expression:
     if isinstance(node, ast.Predicate):
         return _predicate(node)
     if isinstance(node, ast.Cast):
-        return exp.Cast(this=_operand(node.expr, _ATOM), to=data_type(node.type))
+        return _cast(node)
     if isinstance(node, ast.Case):
         return exp.Case(this=expression(node.operand) if node.operand is not None else None,
                         ifs=[exp.If(this=expression(w), true=expression(t)) for w, t in node.whens],
