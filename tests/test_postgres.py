@@ -277,6 +277,10 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     # what depends on an operand's type: a truth value's text, a double rounded half to even
     "SELECT id, ok::text, (x > 3)::text, 'x' || ok, ok || 'y', CAST(x IS NULL AS text), round(x::float8 / 2), "
     "(x::float8 / 2)::int, round(2.5::float8), 2.5::float8::int, (x / 2.0)::int FROM t ORDER BY id",
+    # a double's and a real's text: shortest digits, no .0, exponent form from 1e15 (1e6 for a real) and below 1e-4
+    "SELECT id, (x / 2.0::float8)::text, 1e15::float8::text, 0.1::real::text, (x::float8 * 1.5)::text, "
+    "'v' || x::float8 / 4, 3.0::float8::text, 1e-5::float8::text, 123456.0::real::text, 1234567.0::real::text "
+    "FROM t ORDER BY id",
     # TRIM's special forms, and the clock's functions without parentheses (by their names and types)
     "SELECT trim(both 'x' from 'xaxx'), trim(leading from '  a '), trim(trailing 'x' from 'xax'), "
     "trim('x' from 'xax'), trim(' b '), localtimestamp > TIMESTAMP '2020-01-01 00:00:00', "

@@ -489,6 +489,25 @@ def moment_text(value):
     return whole + (f".{fraction}" if fraction else "") + (zone or "")
 
 
+def float_text(value, type_name: str):
+    """A double precision's or real's text as Postgres writes it: its shortest digits, without `.0`, in exponent
+    form from 1e15 (1e6 for a real) and below 1e-4 (SQLite writes 3.0, 1000000000000000.0, and a real's double)."""
+    import numpy as np
+
+    if value is None or isinstance(value, str):
+        return value
+    number = np.float32(value) if type_name == "real" else np.float64(value)
+    if np.isnan(number):
+        return "NaN"
+    if np.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    scientific = np.format_float_scientific(number, unique=True, trim="-", exp_digits=2)
+    exponent = int(scientific.rsplit("e", 1)[1])
+    if number != 0 and (exponent < -4 or exponent >= (6 if type_name == "real" else 15)):
+        return scientific
+    return np.format_float_positional(number, unique=True, trim="-")
+
+
 def rint(value):
     """A double rounded half to even, as Postgres rounds one (its round and its casts to integers)."""
     if value is None or isinstance(value, int):
@@ -667,5 +686,5 @@ FUNCTIONS = {
     "icesink_subscript": (2, subscript), "icesink_integer": (2, integer), "icesink_text": (1, moment_text), "regexp_replace": (-1, regexp_replace),
     "regexp_match": (-1, regexp_match), "array_to_string": (-1, array_to_string), "array_length": (-1, array_length),
     "cardinality": (1, cardinality), "date_bin": (3, date_bin), "to_char": (2, to_char),
-    "rint": (1, rint), "jsonb_array_length": (1, jsonb_array_length), "jsonb_typeof": (1, jsonb_typeof),
+    "rint": (1, rint), "icesink_float_text": (2, float_text), "jsonb_array_length": (1, jsonb_array_length), "jsonb_typeof": (1, jsonb_typeof),
 }

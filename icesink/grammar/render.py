@@ -101,8 +101,13 @@ class Spark(SparkDialect):
 
 
 def spark_sql(tree: exp.Expression) -> str:
-    """A tree as Spark runs it (Iceberg tables, load generators)."""
-    return tree.sql(dialect=Spark)
+    """A tree as Spark runs it (Iceberg tables, load generators); a view's stored query may hold icesink's own text of
+    a double, which Spark writes by its cast."""
+    def spark_text(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Anonymous) and node.name.lower() == FLOAT_TEXT:
+            return exp.Cast(this=node.expressions[0], to=exp.DataType.build("text"))
+        return node
+    return tree.transform(spark_text).sql(dialect=Spark)
 
 
 _SET_OPERATIONS = {"UNION": exp.Union, "EXCEPT": exp.Except, "INTERSECT": exp.Intersect}
@@ -204,7 +209,8 @@ def _binary(node: ast.BinaryOp) -> exp.Expression:
     if node.op == "||":  # Postgres binds arithmetic before ||, SQLite after it, Spark as tightly (left to right)
         left, right = (exp.Paren(this=side) if isinstance(side, _ARITHMETIC) else side for side in (left, right))
         kinds = _typed(node) or ("", "")
-        left, right = (_truth_text(side) if kind == "boolean" else side for side, kind in zip((left, right), kinds))
+        left, right = (_truth_text(side) if kind == "boolean" else _float_text(side, kind) if kind in _DOUBLES
+                       else side for side, kind in zip((left, right), kinds))
     return cls(this=left, expression=right)
 
 
@@ -245,6 +251,15 @@ def _truth_text(value: exp.Expression) -> exp.Expression:
                          exp.If(this=exp.Not(this=value.copy()), true=exp.Literal.string("false"))])
 
 
+def _float_text(value: exp.Expression, kind: str) -> exp.Expression:
+    """A double's or real's text as Postgres writes it (icesink's function in SQLite; Spark's query is given its
+    own cast back, spark_sql)."""
+    return exp.Anonymous(this=FLOAT_TEXT, expressions=[value, exp.Literal.string(kind)])
+
+
+FLOAT_TEXT = "icesink_float_text"
+
+
 def _cast(node: ast.Cast) -> exp.Expression:
     """A cast; of a boolean to text, its truth value's text; of a double to an integer, rounded half to even first,
     as Postgres rounds it (`rint`, which SQLite and Spark both have)."""
@@ -252,6 +267,8 @@ def _cast(node: ast.Cast) -> exp.Expression:
     operand, target = _typed(node) or ("", "")
     if operand == "boolean" and target == "text":
         return _truth_text(value)
+    if operand in _DOUBLES and target == "text":
+        return _float_text(value, operand)
     if operand in _DOUBLES and target in _INTEGERS:
         value = exp.Anonymous(this="rint", expressions=[value])
     return exp.Cast(this=value, to=data_type(node.type))
