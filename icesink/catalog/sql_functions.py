@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import math
 import re
 import zoneinfo
@@ -141,8 +142,6 @@ def regexp_replace(text, pattern, replacement, flags=None):
 def regexp_match(text, pattern, flags=None):
     """regexp_match: the first match's groups (the whole match when the pattern has none) as a text array, held as
     JSON; NULL where nothing matches."""
-    import json
-
     if text is None or pattern is None:
         return None
     python, _ = regex_options(flags, "regexp_match")
@@ -169,8 +168,6 @@ def array_to_string(array, delimiter, null_text=None):
         elif isinstance(element, bool):
             texts.append("t" if element else "f")
         elif isinstance(element, dict):
-            import json
-
             texts.append(json.dumps(element))
         else:
             texts.append(_text(element))
@@ -199,8 +196,6 @@ def cardinality(array):
 
 
 def jsonb_array_length(document):
-    import json
-
     if document is None:
         return None
     value = json.loads(document)
@@ -214,8 +209,6 @@ _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", in
 
 
 def jsonb_typeof(document):
-    import json
-
     return None if document is None else _JSON_TYPES[type(json.loads(document))]
 
 
@@ -397,15 +390,11 @@ def _interval_fields(value: str) -> dict:
 def row(*fields):
     """ROW(a, b, …): a record's fields as a JSON array, which a record column's input function takes (a nested
     ROW arrives as JSON text, and is read as such by its field's input function)."""
-    import json
-
     return json.dumps([f if not isinstance(f, bytes) else f.decode() for f in fields])
 
 
 def _elements(array) -> list:
     """An array's elements from the JSON it is held as; text that is none is not an array."""
-    import json
-
     try:
         elements = json.loads(array) if isinstance(array, str) else None
     except ValueError:
@@ -429,8 +418,6 @@ def array_has(array, value):
 def subscript(array, index):
     """`array[index]` as Postgres answers it, the array held as JSON and counted from 1: NULL out of its bounds; an
     element that is itself an array or a record as JSON, a truth value as 1 or 0 (as SQLite holds one)."""
-    import json
-
     if array is None or index is None:
         return None
     elements, at = _elements(array), int(index)

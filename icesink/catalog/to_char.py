@@ -22,19 +22,19 @@ def _week_of_year(m: dt.datetime) -> int:
 
 # numeric patterns, matched in any case: (value, width when padded)
 _NUMBERS = {
-    "HH24": lambda m, z: (m.hour, 2), "HH12": lambda m, z: (_hour12(m), 2), "HH": lambda m, z: (_hour12(m), 2),
-    "MI": lambda m, z: (m.minute, 2), "SSSSS": lambda m, z: (m.hour * 3600 + m.minute * 60 + m.second, 1),
-    "SSSS": lambda m, z: (m.hour * 3600 + m.minute * 60 + m.second, 1), "SS": lambda m, z: (m.second, 2),
-    "MS": lambda m, z: (m.microsecond // 1000, 3), "US": lambda m, z: (m.microsecond, 6),
-    "YYYY": lambda m, z: (m.year, 4), "YYY": lambda m, z: (m.year % 1000, 3), "YY": lambda m, z: (m.year % 100, 2),
-    "Y": lambda m, z: (m.year % 10, 1), "IYYY": lambda m, z: (m.isocalendar()[0], 4),
-    "IYY": lambda m, z: (m.isocalendar()[0] % 1000, 3), "IY": lambda m, z: (m.isocalendar()[0] % 100, 2),
-    "MM": lambda m, z: (m.month, 2), "DDD": lambda m, z: (m.timetuple().tm_yday, 3), "DD": lambda m, z: (m.day, 2),
-    "D": lambda m, z: (m.isoweekday() % 7 + 1, 1), "ID": lambda m, z: (m.isoweekday(), 1),
-    "IDDD": lambda m, z: ((m.isocalendar()[1] - 1) * 7 + m.isoweekday(), 3),
-    "WW": lambda m, z: (_week_of_year(m), 2), "W": lambda m, z: ((m.day - 1) // 7 + 1, 1),
-    "IW": lambda m, z: (m.isocalendar()[1], 2), "CC": lambda m, z: ((m.year - 1) // 100 + 1, 2),
-    "Q": lambda m, z: ((m.month - 1) // 3 + 1, 1), "J": lambda m, z: (m.toordinal() + 1721425, 1),
+    "HH24": lambda m: (m.hour, 2), "HH12": lambda m: (_hour12(m), 2), "HH": lambda m: (_hour12(m), 2),
+    "MI": lambda m: (m.minute, 2), "SSSSS": lambda m: (m.hour * 3600 + m.minute * 60 + m.second, 1),
+    "SSSS": lambda m: (m.hour * 3600 + m.minute * 60 + m.second, 1), "SS": lambda m: (m.second, 2),
+    "MS": lambda m: (m.microsecond // 1000, 3), "US": lambda m: (m.microsecond, 6),
+    "YYYY": lambda m: (m.year, 4), "YYY": lambda m: (m.year % 1000, 3), "YY": lambda m: (m.year % 100, 2),
+    "Y": lambda m: (m.year % 10, 1), "IYYY": lambda m: (m.isocalendar()[0], 4),
+    "IYY": lambda m: (m.isocalendar()[0] % 1000, 3), "IY": lambda m: (m.isocalendar()[0] % 100, 2),
+    "MM": lambda m: (m.month, 2), "DDD": lambda m: (m.timetuple().tm_yday, 3), "DD": lambda m: (m.day, 2),
+    "D": lambda m: (m.isoweekday() % 7 + 1, 1), "ID": lambda m: (m.isoweekday(), 1),
+    "IDDD": lambda m: ((m.isocalendar()[1] - 1) * 7 + m.isoweekday(), 3),
+    "WW": lambda m: (_week_of_year(m), 2), "W": lambda m: ((m.day - 1) // 7 + 1, 1),
+    "IW": lambda m: (m.isocalendar()[1], 2), "CC": lambda m: ((m.year - 1) // 100 + 1, 2),
+    "Q": lambda m: ((m.month - 1) // 3 + 1, 1), "J": lambda m: (m.toordinal() + 1721425, 1),
 }
 # text patterns, matched as written (Month, MONTH and month differ): (text, whether FM may drop its padding)
 _WORDS = {
@@ -110,7 +110,7 @@ def render(moment: dt.datetime, zone: str, template: str) -> str:
                 value, width = moment.year, 0
                 text = f"{value // 1000},{value % 1000:03d}"
             else:
-                value, width = _NUMBERS[pattern.upper()](moment, zone)
+                value, width = _NUMBERS[pattern.upper()](moment)
                 text = str(value) if fill else str(value).zfill(width)
             out.append(text + (_ordinal(value, ordinal == "TH") if ordinal else ""))
     return "".join(out)

@@ -170,33 +170,29 @@ class KeyIndex:
                 break
             index = self.of(path, io)
             have = self._sorted_keys(index)
-            if have is None:  # a file's key with a NULL: the keys still unfound by a hash join with it
-                hit_rows, positions = self._probe(index, keys.filter(pa.array(pending)))
-                if len(positions):
-                    found[path] = np.sort(positions)
-                    pending[np.flatnonzero(pending)[hit_rows]] = False
-                    left -= len(hit_rows)
+            if have is None:  # a file's key with a NULL: every key still unfound is a candidate
+                candidates = np.flatnonzero(pending)
+            elif len(have):
+                low, high = np.searchsorted(wanted, have[0], "left"), np.searchsorted(wanted, have[-1], "right")
+                candidates = np.arange(low, high)[pending[low:high]]
+            else:
                 continue
-            if not len(have):
-                continue
-            low, high = np.searchsorted(wanted, have[0], "left"), np.searchsorted(wanted, have[-1], "right")
-            candidates = np.arange(low, high)[pending[low:high]]
             if not len(candidates):
                 continue
-            if len(have) < len(candidates) and len(self.key) > 1:
+            if have is None or (len(have) < len(candidates) and len(self.key) > 1):
                 # a file smaller than the keys probing it is joined faster than bisected (bytes compare slowly)
                 hit_rows, positions = self._probe(index, keys.take(pa.array(candidates)))
-                if len(positions):
-                    found[path] = np.sort(positions)
-                    pending[candidates[hit_rows]] = False
-                    left -= len(hit_rows)
-                continue
-            at = np.minimum(np.searchsorted(have, wanted[candidates]), len(have) - 1)
-            hit = have[at] == wanted[candidates]
-            if hit.any():  # the positions of the hits only: a file's whole column is not copied per batch
-                found[path] = np.sort(_column(index, POS).take(pa.array(at[hit])).to_numpy())
-                pending[candidates[hit]] = False
-                left -= int(hit.sum())
+                hits = candidates[hit_rows]
+            else:
+                at = np.minimum(np.searchsorted(have, wanted[candidates]), len(have) - 1)
+                hit = have[at] == wanted[candidates]
+                # the positions of the hits only: a file's whole column is not copied per batch
+                positions = _column(index, POS).take(pa.array(at[hit])).to_numpy()
+                hits = candidates[hit]
+            if len(hits):
+                found[path] = np.sort(positions)
+                pending[hits] = False
+                left -= len(hits)
         return found
 
     def _probe(self, index: pa.Table, keys: pa.Table) -> tuple[np.ndarray, np.ndarray]:
