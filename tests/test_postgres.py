@@ -272,8 +272,9 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     "IW Q DDD FMDay D WW CC J'), to_char(DATE '2026-03-01', 'YYYY-MM mon MON RM Y,YYY IYYY-IW-ID hh24 fmdd'), "
     "to_char(to_timestamp(86400 * id), 'YYYY-MM-DD HH24:MI:SS TZ OF TZH'), to_char(TIMESTAMP '2026-02-22 00:00:00', "
     "'DDth DDTH FMDDth HH12 am A.M. p.m.'), date_bin('15 minutes', TIMESTAMP '2026-01-05 14:03:07', "
-    "TIMESTAMP '2000-01-01'), date_bin(INTERVAL '1 hour', to_timestamp(5000 * id), TIMESTAMP '2000-01-01 00:30:00'), "
-    "date_bin('15 minutes', TIMESTAMP '1999-12-31 23:59:00', TIMESTAMP '2000-01-01') FROM t ORDER BY id",
+    "TIMESTAMP '2000-01-01')::text, date_bin(INTERVAL '1 hour', to_timestamp(5000 * id), TIMESTAMP '2000-01-01 "
+    "00:30:00')::text, date_bin('15 minutes', TIMESTAMP '1999-12-31 23:59:00', TIMESTAMP '2000-01-01')::text "
+    "FROM t ORDER BY id",
     # what depends on an operand's type: a truth value's text, a double rounded half to even
     "SELECT id, ok::text, (x > 3)::text, 'x' || ok, ok || 'y', CAST(x IS NULL AS text), round(x::float8 / 2), "
     "(x::float8 / 2)::int, round(2.5::float8), 2.5::float8::int, (x / 2.0)::int FROM t ORDER BY id",
