@@ -12,6 +12,7 @@ from ..catalog.sqlite import add_functions
 from ..catalog.sql_functions import postgres_regex, regex_options, time_zone
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
+from ..grammar.query_builder import CLOCK_FUNCTIONS
 from .query import walk
 from .sqlite_sql import sqlite_sql
 
@@ -25,8 +26,7 @@ def check_table_functions(query: ast.Query) -> None:
 
 
 # functions whose value changes while a view's inputs do not: Materialize refuses them in a materialized view
-UNMATERIALIZABLE = frozenset({"now", "current_timestamp", "current_date", "current_time", "localtime",
-                              "localtimestamp", "random"})
+UNMATERIALIZABLE = CLOCK_FUNCTIONS | {"now", "random"}
 
 
 def check_functions(query, materialized: bool = False) -> None:
@@ -125,5 +125,5 @@ def _refuse_call(name: str, arguments: int, problem: str, known: bool, pos: int)
 _POSTGRES_ONLY = frozenset({"jsonb_agg", "json_agg", "jsonb_object_agg", "json_object_agg",
                             "percentile_cont", "percentile_disc",
                             "age", "isfinite", "quote_ident", "quote_literal", "jsonb_build_object",
-                            "json_build_object", "make_timestamp", "make_interval", "date_bin", "justify_hours",
+                            "json_build_object", "make_timestamp", "make_interval", "justify_hours",
                             "justify_interval", "regexp_split_to_array"})

@@ -283,7 +283,7 @@ def _system_view(name: str) -> Relation:
                                       for n in names))
 
 
-_MOMENTS = ("timestamp", "timestamp with time zone", "time")
+_SHOWN_MOMENTS = ("timestamp", "timestamp with time zone", "time")
 
 
 def _typed_outputs(binder: Binder, query: ast.Query) -> dict[str, tuple[int, ...]]:
@@ -291,7 +291,7 @@ def _typed_outputs(binder: Binder, query: ast.Query) -> dict[str, tuple[int, ...
     which the store holds in a text of its own: the binder's types, where it knows them."""
     types = [c.type for c in bound_columns(binder, query)]
     return {"booleans": tuple(i for i, t in enumerate(types) if base_type(t.rstrip("[]")) == "boolean"),
-            "moments": tuple(i for i, t in enumerate(types) if base_type(t) in _MOMENTS)}
+            "moments": tuple(i for i, t in enumerate(types) if base_type(t) in _SHOWN_MOMENTS)}
 
 
 def bound_columns(binder: Binder, query: ast.Query) -> tuple[Column, ...]:
