@@ -39,7 +39,7 @@ def test_another_session_sees_committed_writes(orders, data_dir):
     ("INSERT INTO orders VALUES (1, 'x', 1, true)", "INSERT into table 'orders': duplicate key value violates the primary key"),
     ("INSERT INTO orders (name) VALUES ('x')", "INSERT into table 'orders': null value in column \"id\" violates its NOT NULL constraint"),
     ("INSERT INTO orders VALUES ('one', 'x', 1, true)", "INSERT into table 'orders', column \"id\": invalid input syntax for type bigint: \"one\""),
-    ("UPDATE orders SET id = 'x'", "UPDATE into table 'orders', column \"id\": invalid input syntax for type bigint: \"x\""),
+    ("UPDATE orders SET id = 'x'", "UPDATE of table 'orders', column \"id\": invalid input syntax for type bigint: \"x\""),
 ])
 def test_constraint_errors_leave_the_table_unchanged(orders, sql, message):
     orders.execute("INSERT INTO orders VALUES (1, 'a', 1, true)")

@@ -51,11 +51,11 @@ def test_insert_refuses_what_the_sink_could_not_write(events, column, value, mes
 def test_computed_values_are_checked_too(events):
     events.execute("INSERT INTO events (id, n, ts) VALUES (1, 10, '2024-01-01 10:00:00+02')")
     error = error_of(events, "UPDATE events SET n = n * 10000")
-    assert error.message.startswith("UPDATE into table 'events', column \"n\": numeric field overflow")
+    assert error.message.startswith("UPDATE of table 'events', column \"n\": numeric field overflow")
     error = error_of(events, "INSERT INTO events (id, ts) SELECT id + 1, 'nonsense' FROM events")
     assert 'column "ts": invalid input syntax for type timestamp with time zone: "nonsense"' in error.message
     error = error_of(events, "UPDATE events SET id = id / 0")
-    assert error.message == "UPDATE into table 'events': division by zero" and error.position.column == 27
+    assert error.message == "UPDATE of table 'events': division by zero" and error.position.column == 27
     assert rows(events, "SELECT id, n, ts FROM events") == [(1, "10.00", "2024-01-01 08:00:00+00")]
 
 

@@ -245,10 +245,11 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     "SELECT id, (doc -> 'n')::text, doc ->> 'n', (doc -> 'n' -> 'm')::text, doc -> 'n' -> 'm' ->> 0, "
     "('{\"a\": {\"b\": 1.50, \"c\": [2.0, {\"d\": true}]}}'::jsonb -> 'a')::text, "
     "'{\"a\": {\"b\": 1.50, \"c\": [2.0]}}'::jsonb -> 'a' ->> 'c', '{\"n\": 1.50}'::jsonb ->> 'n' FROM t ORDER BY id",
-    # ARRAY[…], = ANY and <> ALL over arrays and subqueries, subscripts counted from 1
+    # ARRAY[…], = ANY and <> ALL over arrays (a subquery's, cast) and subqueries (in parentheses too), subscripts counted from 1
     "SELECT id, ARRAY[x, 5], x = ANY (ARRAY[3, 4]), x <> ALL (ARRAY[3, NULL]), 3 = ANY (ARRAY[x, 5]), "
     "x = ANY (SELECT x FROM t WHERE id > 1), id <> ALL (SELECT x FROM t WHERE x IS NOT NULL), (ARRAY[g, 'z'])[1], "
-    "(ARRAY[1, 2, 3])[id], (ARRAY[1, 2])[0], ARRAY[ok, NOT ok] FROM t ORDER BY id",
+    "(ARRAY[1, 2, 3])[id], (ARRAY[1, 2])[0], ARRAY[ok, NOT ok], x = ANY ((SELECT array_agg(x) FROM t WHERE id < 3)::int[]), "
+    "id <> ALL ((SELECT array_agg(x) FROM t)::int[]), x = ANY ((SELECT x FROM t WHERE id > 1)) FROM t ORDER BY id",
     "SELECT g, array_agg(x ORDER BY x), 5 = ANY (array_agg(x)), (array_agg(id ORDER BY id DESC))[1] FROM t "
     "GROUP BY g ORDER BY g",
     # a cast to an integer type rounds a numeric half away from zero (SQLite's CAST truncates, and reads '1.50' as 1)
@@ -325,6 +326,26 @@ def test_a_view_keeps_what_its_operands_types_decide_as_postgres_does(session, p
         expected = admin.execute(query + " ORDER BY id").fetchall()
     assert session.execute("SELECT * FROM typed_v ORDER BY id")[-1].rows == expected
     assert expected[0][1:3] == ("true", "xfalse")  # what SQLite alone would have written as '1' and 'x0'
+
+
+def test_update_and_delete_read_other_tables_and_write_what_postgres_writes(session, postgres):
+    """UPDATE's SET and WHERE and DELETE's WHERE may read other tables through subqueries, correlated too, and
+    write a truth value's or a double's text as Postgres does: the table afterwards is Postgres's."""
+    statements = [
+        "CREATE TABLE w (id int NOT NULL, x int, PRIMARY KEY (id))",
+        "INSERT INTO w VALUES (1, 30), (3, 10), (4, NULL)",
+        "UPDATE t SET g = ok::text || '/' || (x::float8 / 2)::text WHERE id IN (SELECT id FROM w)",
+        "UPDATE t AS a SET x = (SELECT max(w.x) FROM w WHERE w.id = a.id) + a.id",
+        "DELETE FROM t WHERE id NOT IN (SELECT id FROM w WHERE x IS NOT NULL) AND EXISTS (SELECT 1 FROM w)",
+    ]
+    session.execute(NAMING_TABLE + "; " + "; ".join(statements))
+    with postgres.admin() as admin:
+        admin.execute("DROP TABLE IF EXISTS t, w")
+        for statement in NAMING_TABLE.split("; ") + statements:
+            admin.execute(statement)
+        expected = admin.execute("SELECT id, g, x FROM t ORDER BY id").fetchall()
+    assert session.execute("SELECT id, g, x FROM t ORDER BY id")[-1].rows == expected
+    assert expected[0] == (1, "true/1.5", 31)  # what SQLite alone would have written as '1/1.5'
 
 
 def _typed(value):

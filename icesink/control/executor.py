@@ -40,6 +40,9 @@ class Result:
     notices: list[str] = field(default_factory=list)
 
 
+_PREPOSITIONS = {"INSERT": "into", "UPDATE": "of", "DELETE": "from"}  # where a write's error names its table
+
+
 class Executor:
     def __init__(self, catalog: Catalog, secrets, tables: TableStore, session_settings: dict[str, str], spark):
         self.catalog = catalog
@@ -269,7 +272,7 @@ class Executor:
 
     def _WritePlan(self, plan: WritePlan) -> Result:
         self._catch_up(plan.generated)
-        count = self.tables.write(plan.sql, f"{plan.verb} into table '{plan.table.name}'", plan.positions)
+        count = self.tables.write(plan.sql, f"{plan.verb} {_PREPOSITIONS[plan.verb]} table '{plan.table.name}'", plan.positions)
         return Result(f"{plan.verb} {'0 ' if plan.verb == 'INSERT' else ''}{count}")
 
     def _insert_rows(self, plan: InsertRowsPlan | CopyPlan, rows, what: str, file_pos: int | None = None) -> int:

@@ -19,7 +19,7 @@ from ..grammar.output_names import named_as
 from ..grammar.render import identifier
 from .plans import GeneratorQueryPlan, IcebergQueryPlan, QueryPlan
 from .call_checks import check_functions, check_table_functions
-from .sqlite_sql import sqlite_sql
+from .sqlite_sql import SHOWN_MOMENTS, sqlite_sql
 from .query import (Relation, bind_query, check_distinct_on_order, check_qualified_columns, expand_distinct_on_stars,
                     table_refs, walk)
 
@@ -210,7 +210,7 @@ def _check_spark_runs(tree: exp.Expression, what: str) -> None:
     """Refuses what icesink computes in SQLite alone (its own functions), in a query Spark answers."""
     if any(isinstance(f, exp.Anonymous) and f.name.lower() == "timezone" for f in tree.find_all(exp.Anonymous)):
         raise NotSupportedYet(f"AT TIME ZONE in a query over {what} (which Spark answers) is not supported yet")
-    if any(not isinstance(a.this.unnest(), (exp.Select, exp.Subquery)) for a in tree.find_all(exp.Any)):
+    if tree.find(exp.Any):  # an array's: ANY over a subquery's rows is read as IN
         raise NotSupportedYet(f"= ANY (array) and <> ALL (array) in a query over {what} (which Spark answers) are "
                               "not supported yet")
     if any(isinstance(o.parent, (exp.GroupConcat, exp.ArrayAgg, exp.Anonymous)) for o in tree.find_all(exp.Order)):
@@ -283,15 +283,13 @@ def _system_view(name: str) -> Relation:
                                       for n in names))
 
 
-_SHOWN_MOMENTS = ("timestamp", "timestamp with time zone", "time")
-
 
 def _typed_outputs(binder: Binder, query: ast.Query) -> dict[str, tuple[int, ...]]:
     """Which output columns are booleans or arrays of them, which SQLite answers as 0 and 1, and which are moments,
     which the store holds in a text of its own: the binder's types, where it knows them."""
     types = [c.type for c in bound_columns(binder, query)]
     return {"booleans": tuple(i for i, t in enumerate(types) if base_type(t.rstrip("[]")) == "boolean"),
-            "moments": tuple(i for i, t in enumerate(types) if base_type(t) in _SHOWN_MOMENTS)}
+            "moments": tuple(i for i, t in enumerate(types) if base_type(t) in SHOWN_MOMENTS)}
 
 
 def bound_columns(binder: Binder, query: ast.Query) -> tuple[Column, ...]:

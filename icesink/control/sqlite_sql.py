@@ -111,9 +111,9 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
                                                                         node.expressions[0].transform(replace)])
         if isinstance(node, exp.Array):  # arrays are held as JSON
             return exp.Anonymous(this="json_array", expressions=[a.transform(replace) for a in node.expressions])
-        if isinstance(node, exp.EQ) and isinstance(node.expression, exp.Any) and not isinstance(
-                node.expression.this.unnest(), (exp.Select, exp.Subquery)):
-            # `x = ANY (array)`: not `x IN (SELECT value FROM json_each(array))`, which SQLite refuses over an aggregate
+        if isinstance(node, exp.EQ) and isinstance(node.expression, exp.Any):
+            # `x = ANY (array)` (ANY over a subquery's rows is read as IN): not `x IN (SELECT value FROM
+            # json_each(array))`, which SQLite refuses over an aggregate
             return exp.Anonymous(this="icesink_array_has", expressions=[
                 node.expression.this.unnest().transform(replace), node.this.transform(replace)])
         if isinstance(node, exp.JSONExtractScalar):
@@ -161,6 +161,9 @@ _CLOCK = {exp.CurrentTimestamp: f"strftime('%Y-%m-%d %H:%M:%S', 'now') || {_FRAC
           exp.Localtime: f"strftime('%H:%M:%S', 'now') || {_FRACTION}"}
 
 
+# the types whose text icesink_text writes as Postgres prints it (the store holds its own)
+SHOWN_MOMENTS = ("timestamp", "timestamp with time zone", "time")
+
 # casts to an integer type, which round and check the type's range (icesink_integer), by the type's name
 _INTEGER_TYPES = {exp.DataType.Type.SMALLINT: "smallint", exp.DataType.Type.INT: "integer",
                   exp.DataType.Type.BIGINT: "bigint", exp.DataType.Type.TINYINT: "smallint"}
@@ -177,12 +180,17 @@ def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
     if to.this in _CAST_TYPES:
         return exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string(_CAST_TYPES[to.this]), exp.Null(),
                                                              value])
-    integer = _INTEGER_TYPES.get(to.this)
+    integer, operand = _INTEGER_TYPES.get(to.this), node.meta.get("operand")  # the binder's type, where it knew
     if integer is not None:
         if isinstance(value, exp.Literal) and not value.is_string and value.name.isdigit() and integer == "bigint":
             return exp.Cast(this=value, to=to)
+        if operand == "text":  # read as the type's input reads it: '1.5' is no integer
+            return exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string(integer), exp.Null(), value])
         return exp.Anonymous(this="icesink_integer", expressions=[value, exp.Literal.string(integer)])
-    if to.is_type(*exp.DataType.TEXT_TYPES):  # a moment's text as Postgres prints it, not as the store holds it
+    if to.is_type(*exp.DataType.TEXT_TYPES):
+        if operand and operand not in SHOWN_MOMENTS:  # text that only looks like a moment's keeps its digits
+            return exp.Cast(this=value, to=to)
+        # a moment's text as Postgres prints it, not as the store holds it
         return exp.Anonymous(this="icesink_text", expressions=[exp.Cast(this=value, to=to)])
     if to.is_type(exp.DataType.Type.DECIMAL) and len(to.expressions) == 2:
         return exp.Anonymous(this="round", expressions=[exp.Cast(this=value, to=exp.DataType.build("double")),

@@ -94,6 +94,23 @@ def _converted(column: Column, value: exp.Expression) -> exp.Expression:
     return exp.Case(ifs=[exp.If(this=stored, true=value.copy())], default=call)
 
 
+def _as_query(stmt) -> ast.Query:
+    """UPDATE's new values and its WHERE (DELETE's), as a SELECT over the table binds them."""
+    items = tuple(ast.SelectItem(value) for _, value in getattr(stmt, "assignments", ())) or (
+        ast.SelectItem(ast.Literal("1", "numeric")),)
+    table = ast.FromItem(ast.TableRef(stmt.table, stmt.alias))
+    return ast.Query((ast.SelectCore(items, (table,), stmt.where),))
+
+
+def _writes_refs(query: ast.Query, binder: Binder, what: str) -> list[ast.TableRef]:
+    """The relations a write reads, which are engine tables' (a write runs on their store)."""
+    refs = table_refs(query)
+    for ref in refs:
+        if engine_table_storage(binder, ref, generated=[]) is None:
+            raise NotSupportedYet(f"{what} from system views is not supported", ref.name.pos)
+    return refs
+
+
 def _target(stmt, storage: str) -> exp.Table:
     """The table a write changes, aliased as the statement names it so its columns keep their meaning."""
     alias = stmt.alias if getattr(stmt, "alias", None) is not None else stmt.table.parts[-1]
@@ -207,22 +224,26 @@ def plan_write(binder: Binder, stmt, text: str):
         if stmt.query is not None:
             check_table_functions(stmt.query)
             check_qualified_columns(stmt.query)
-            refs = table_refs(stmt.query)
-            for ref in refs:
-                if engine_table_storage(binder, ref, generated=[]) is None:
-                    raise NotSupportedYet("INSERT … SELECT from system views is not supported", ref.name.pos)
-            name_table, _ = sqlite_tables(binder, refs, generated=generated)
+            name_table, _ = sqlite_tables(binder, _writes_refs(stmt.query, binder, "INSERT … SELECT"),
+                                          generated=generated)
         with render.typed():
             if stmt.query is not None:
                 bound_columns(binder, stmt.query)  # refuses what SQLite would compute wrong, as SELECT does
             sql = _insert_sql(stmt, storage, targets, name_table)
     else:
-        where = exp.Where(this=render.expression(stmt.where)) if stmt.where is not None else None
+        # written as a SELECT over the table, so a subquery's relations are named as a query's are, and its
+        # types are the binder's (a truth value's text in SET is 'true', as in a SELECT)
+        query = _as_query(stmt)
+        check_table_functions(query)
+        name_table, _ = sqlite_tables(binder, _writes_refs(query, binder, "a subquery of " + verb), generated=generated)
+        with render.typed():
+            bound_columns(binder, query)
+            select = render.query(query, name_table)
+        where = select.args.get("where")
         if isinstance(stmt, ast.Update):
             tree = exp.Update(this=_target(stmt, storage), where=where, expressions=[
-                exp.EQ(this=exp.column(identifier(name)), expression=_converted(columns[name.value],
-                                                                                render.expression(value)))
-                for name, value in stmt.assignments])
+                exp.EQ(this=exp.column(identifier(name)), expression=_converted(columns[name.value], value))
+                for (name, _), value in zip(stmt.assignments, select.expressions)])
         else:
             tree = exp.Delete(this=_target(stmt, storage), where=where)
         sql = sqlite_sql(tree)

@@ -304,6 +304,8 @@ class QueryBuilder:
     def quantified_array(self, c):
         """`x = ANY (array)`: whether the array holds x, NULL where it holds NULL and nothing equal to x."""
         left, array, negated, pos = self._quantified(c)
+        if isinstance(array, ast.Subquery):  # `x = ANY ((SELECT …))` is over the subquery's rows, as Postgres reads it
+            return ast.Predicate("in", (left, array), negated, pos)
         return ast.Predicate("any", (left, array), negated, pos)
 
     def array_constructor(self, c):

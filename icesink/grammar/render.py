@@ -271,7 +271,10 @@ def _cast(node: ast.Cast) -> exp.Expression:
         return _float_text(value, operand)
     if operand in _DOUBLES and target in _INTEGERS:
         value = exp.Anonymous(this="rint", expressions=[value])
-    return exp.Cast(this=value, to=data_type(node.type))
+    cast = exp.Cast(this=value, to=data_type(node.type))
+    if operand and operand != "unknown":  # how SQLite's writer converts the cast: text read strictly as an
+        cast.meta["operand"] = operand  # integer, a moment's text
+    return cast
 
 
 def _predicate(node: ast.Predicate) -> exp.Expression:
