@@ -40,6 +40,10 @@ def test_another_session_sees_committed_writes(orders, data_dir):
     ("INSERT INTO orders (name) VALUES ('x')", "INSERT into table 'orders': null value in column \"id\" violates its NOT NULL constraint"),
     ("INSERT INTO orders VALUES ('one', 'x', 1, true)", "INSERT into table 'orders', column \"id\": invalid input syntax for type bigint: \"one\""),
     ("UPDATE orders SET id = 'x'", "UPDATE of table 'orders', column \"id\": invalid input syntax for type bigint: \"x\""),
+    # text cast to an integer is read as the type's input reads it, not as a numeric rounded (SQLite would give 2)
+    ("UPDATE orders SET id = '1.5'::int", "UPDATE of table 'orders': invalid input syntax for type integer: \"1.5\""),
+    ("DELETE FROM orders WHERE id = (SELECT name::int FROM orders)",
+     "DELETE from table 'orders': invalid input syntax for type integer: \"a\""),
 ])
 def test_constraint_errors_leave_the_table_unchanged(orders, sql, message):
     orders.execute("INSERT INTO orders VALUES (1, 'a', 1, true)")

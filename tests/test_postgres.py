@@ -252,8 +252,9 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     "id <> ALL ((SELECT array_agg(x) FROM t)::int[]), x = ANY ((SELECT x FROM t WHERE id > 1)) FROM t ORDER BY id",
     "SELECT g, array_agg(x ORDER BY x), 5 = ANY (array_agg(x)), (array_agg(id ORDER BY id DESC))[1] FROM t "
     "GROUP BY g ORDER BY g",
-    # a cast to an integer type rounds a numeric half away from zero (SQLite's CAST truncates, and reads '1.50' as 1)
-    "SELECT g, 2.5::int, (-2.5)::int, 3.7::bigint, 2.5::smallint, '1.50'::numeric::int, (7 / 2.0)::int, "
+    # a cast to an integer type rounds a numeric half away from zero (SQLite's CAST truncates, and reads '1.50' as 1),
+    # and reads text as the type's input does; text that looks like a moment's is no moment
+    "SELECT g, ' 12 '::int, '10:00:00.500000'::text, '2026-01-01 10:00:00.50+00:00'::text, 2.5::int, (-2.5)::int, 3.7::bigint, 2.5::smallint, '1.50'::numeric::int, (7 / 2.0)::int, "
     "avg(x)::int, (sum(x) / 4.0)::bigint, '12'::int FROM t GROUP BY g ORDER BY g",
     # regular expressions' functions, arrays' and jsonb's
     "SELECT id, regexp_replace(g || 'bab', 'b(.)', 'X\\1Y', 'g'), regexp_replace(g || 'Bx', 'b', '<\\&>', 'i'), "
