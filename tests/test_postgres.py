@@ -260,7 +260,7 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     "SELECT id, regexp_replace(g || 'bab', 'b(.)', 'X\\1Y', 'g'), regexp_replace(g || 'Bx', 'b', '<\\&>', 'i'), "
     "regexp_replace('aaa', 'a', 'b'), regexp_match(g || '=v', '(\\w)=(\\w)'), regexp_match(g, 'z'), "
     "(regexp_match('k=v', '(\\w)=(\\w)'))[2], array_to_string(ARRAY[x, NULL, id], ','), "
-    "array_to_string(ARRAY[g, NULL], '-', '*'), array_length(ARRAY[1, 2, id], 1), array_length(ARRAY[]::int[], 1), "
+    "array_to_string(ARRAY[ok, NOT ok, x > 3], ','), array_to_string(ARRAY[g, NULL], '-', '*'), array_length(ARRAY[1, 2, id], 1), array_length(ARRAY[]::int[], 1), "
     "cardinality(ARRAY[x, id]), jsonb_array_length(doc -> 'n' -> 'm'), jsonb_typeof(doc -> 'k'), "
     "'{1,2,NULL}'::int[], '{a,b}'::text[] FROM t WHERE id < 3 ORDER BY id",
     # a moment's text as Postgres prints it: a fraction without trailing zeros, a zone of whole hours as +00

@@ -171,7 +171,8 @@ def array_to_string(array, delimiter, null_text=None):
             texts.append(json.dumps(element))
         else:
             texts.append(_text(element))
-    add(_elements(array))
+    for element in _elements(array):
+        add(element)
     return _text(delimiter).join(texts)
 
 
@@ -393,7 +394,8 @@ def row(*fields):
     return json.dumps([f if not isinstance(f, bytes) else f.decode() for f in fields])
 
 
-def _elements(array) -> list:
+@lru_cache(maxsize=64)  # a constant array (`x = ANY (ARRAY[1, 2])`) is the same text on every row
+def _elements(array) -> tuple:
     """An array's elements from the JSON it is held as; text that is none is not an array."""
     try:
         elements = json.loads(array) if isinstance(array, str) else None
@@ -401,7 +403,7 @@ def _elements(array) -> list:
         elements = None
     if not isinstance(elements, list):
         raise ValueError(f"malformed array literal: \"{array}\"")
-    return elements
+    return tuple(elements)
 
 
 def array_has(array, value):
@@ -479,11 +481,13 @@ def moment_text(value):
 def float_text(value, type_name: str):
     """A double precision's or real's text as Postgres writes it: its shortest digits, without `.0`, in exponent
     form from 1e15 (1e6 for a real) and below 1e-4 (SQLite writes 3.0, 1000000000000000.0, and a real's double)."""
-    import numpy as np
-
     if value is None or isinstance(value, str):
         return value
-    number = np.float32(value) if type_name == "real" else np.float64(value)
+    if type_name != "real":
+        return _double_text(float(value))
+    import numpy as np  # a real's shortest digits are a float32's, which Python's repr does not know
+
+    number = np.float32(value)
     if np.isnan(number):
         return "NaN"
     if np.isinf(number):
@@ -493,6 +497,19 @@ def float_text(value, type_name: str):
     if number != 0 and (exponent < -4 or exponent >= (6 if type_name == "real" else 15)):
         return scientific
     return np.format_float_positional(number, unique=True, trim="-")
+
+
+def _double_text(number: float) -> str:
+    """A double's text by Python's repr, its shortest digits too, which takes the exponent form from 1e16 rather
+    than Postgres's 1e15."""
+    if not math.isfinite(number):
+        return "NaN" if math.isnan(number) else "Infinity" if number > 0 else "-Infinity"
+    text = repr(number)
+    if 1e15 <= abs(number) < 1e16:  # 16 digits before the point
+        whole, fraction = text.lstrip("-").split(".")
+        digits = (whole + fraction.rstrip("0")).rstrip("0")
+        return f"{'-' if number < 0 else ''}{digits[0]}{'.' + digits[1:] if digits[1:] else ''}e+15"
+    return text[:-2] if text.endswith(".0") else text
 
 
 def rint(value):

@@ -316,10 +316,10 @@ class Executor:
             message = sqlite_message(exc)
             raise PlanError(message, plan.column_positions.get(str(exc).removeprefix("no such column: "),
                                                                plan.column_positions.get(message))) from None
-        for i in plan.booleans:
-            rows = [(*row[:i], _truths(row[i]), *row[i + 1:]) for row in rows]
-        for i in plan.moments:
-            rows = [(*row[:i], moment_text(row[i]), *row[i + 1:]) for row in rows]
+        shown = {**dict.fromkeys(plan.booleans, _truths), **dict.fromkeys(plan.moments, moment_text)}
+        if shown:  # each row rebuilt once, whatever the number of columns shown otherwise than SQLite gives them
+            converters = [shown.get(i) for i in range(len(columns))]
+            rows = [tuple(v if convert is None else convert(v) for v, convert in zip(row, converters)) for row in rows]
         return Result(f"SELECT {len(rows)}", columns, rows)
 
 

@@ -208,7 +208,7 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         if expr.over is not None:
             for part in (*expr.over.partition_by, *(o.expr for o in expr.over.order_by)):
                 _expr_type(part, scope, resolve)
-        if name == "round":
+        if name in ("round", "array"):  # a double's rounding; an array's truth values, JSON's true and false
             render.record_types(expr, tuple(base_type(t) for t in arg_types))
         if name == "to_char" and arg_types and base_type(arg_types[0]) in NUMERIC_ORDER:
             raise NotSupportedYet("to_char of a number is not supported yet: to_char takes a timestamp or a date here",

@@ -109,8 +109,11 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Bracket):  # `a[i]`, counted from 1 (render's offset), of an array held as JSON
             return exp.Anonymous(this="icesink_subscript", expressions=[node.this.transform(replace),
                                                                         node.expressions[0].transform(replace)])
-        if isinstance(node, exp.Array):  # arrays are held as JSON
-            return exp.Anonymous(this="json_array", expressions=[a.transform(replace) for a in node.expressions])
+        if isinstance(node, exp.Array):  # arrays are held as JSON, truth values as JSON's (SQLite's are 1 and 0)
+            truths = node.meta.get("booleans", ())
+            return exp.Anonymous(this="json_array", expressions=[
+                _json_truth(a.transform(replace)) if i in truths else a.transform(replace)
+                for i, a in enumerate(node.expressions)])
         if isinstance(node, exp.EQ) and isinstance(node.expression, exp.Any):
             # `x = ANY (array)` (ANY over a subquery's rows is read as IN): not `x IN (SELECT value FROM
             # json_each(array))`, which SQLite refuses over an aggregate
@@ -159,6 +162,12 @@ _CLOCK = {exp.CurrentTimestamp: f"strftime('%Y-%m-%d %H:%M:%S', 'now') || {_FRAC
           exp.CurrentDate: "date('now')",
           exp.CurrentTime: f"strftime('%H:%M:%S', 'now') || {_FRACTION}",
           exp.Localtime: f"strftime('%H:%M:%S', 'now') || {_FRACTION}"}
+
+
+def _json_truth(value: exp.Expression) -> exp.Expression:
+    """A truth value as JSON's true or false."""
+    return exp.Case(ifs=[exp.If(this=value, true=sqlglot.parse_one("json('true')", read="sqlite")),
+                         exp.If(this=exp.Not(this=value.copy()), true=sqlglot.parse_one("json('false')", read="sqlite"))])
 
 
 # the types whose text icesink_text writes as Postgres prints it (the store holds its own)

@@ -140,7 +140,9 @@ def _function(call: ast.FunctionCall) -> exp.Expression:
     if name == "[]":  # a subscript, counted from 1 as Postgres counts (offset): Spark's generator counts from 0
         return exp.Bracket(this=expression(call.args[0]), expressions=[expression(call.args[1])], offset=1)
     if name == "array":  # ARRAY[a, b]
-        return exp.Array(expressions=[expression(a) for a in call.args])
+        array = exp.Array(expressions=[expression(a) for a in call.args])
+        array.meta["booleans"] = [i for i, t in enumerate(_typed(call) or ()) if t == "boolean"]
+        return array
     if name == "round" and len(call.args) == 1 and (_typed(call) or ("",))[0] in _DOUBLES:
         return exp.Anonymous(this="rint", expressions=[expression(call.args[0])])  # Postgres's round of a double
     args = [exp.Star()] if call.star else [expression(a) for a in call.args]
