@@ -31,11 +31,6 @@ ORDERED = "_icesink_ordered"
 _SIGN = np.uint64(1 << 63)
 
 
-def _integer_like(kind: pa.DataType) -> bool:
-    return (pa.types.is_integer(kind) or pa.types.is_date32(kind) or pa.types.is_date64(kind)
-            or pa.types.is_timestamp(kind))
-
-
 def _integer_view(array) -> np.ndarray | None:
     """An int64 view of a key column whose values order as integers (integers, dates, timestamps), else None."""
     kind = array.type
@@ -51,11 +46,13 @@ def _integer_view(array) -> np.ndarray | None:
 def _ordered_bytes(table: pa.Table, key: list[str]) -> np.ndarray | None:
     """A key of integer-like columns as fixed-width bytes whose order is the key's (each value big-endian, its sign
     bit flipped), one per row, or None for a key with another type or a NULL."""
-    if not all(_integer_like(table.schema.field(name).type) and not table[name].null_count for name in key):
+    if any(table[name].null_count for name in key):
         return None
     columns = []
     for name in key:
         values = _integer_view(table[name].combine_chunks())
+        if values is None:
+            return None
         columns.append((values.view(np.uint64) ^ _SIGN).astype(">u8").view(np.uint8).reshape(-1, 8))
     width = 8 * len(key)
     joined = np.ascontiguousarray(np.concatenate(columns, axis=1)) if columns else np.empty((0, width), np.uint8)
@@ -128,7 +125,7 @@ class KeyIndex:
             wanted = _ordered_bytes(keys, self.key)
         if wanted is not None:
             order = np.argsort(wanted, kind="stable")
-            return self._locate_sorted(ordered, wanted[order], keys.select(self.key).take(pa.array(order)), io)
+            return self._locate_sorted(ordered, wanted[order], order, keys.select(self.key), io)
         return self._locate_joined(ordered, keys.select(self.key), io)
 
     def _locate_joined(self, ordered: list, remaining: pa.Table, io) -> dict[str, np.ndarray]:
@@ -158,10 +155,12 @@ class KeyIndex:
         data = column.buffers()[1]
         return np.frombuffer(data, dtype=f"S{width}", count=len(column), offset=column.offset * width)
 
-    def _locate_sorted(self, ordered: list, wanted: np.ndarray, keys: pa.Table, io) -> dict[str, np.ndarray]:
-        """locate() for keys that order as integers or as ORDERED's bytes, `wanted` sorted (`keys` the same keys in
-        the same order, as columns): each file is probed only with the keys between its first and last, by
-        bisection, so a key costs O(log n) in the few files whose range holds it."""
+    def _locate_sorted(self, ordered: list, wanted: np.ndarray, order: np.ndarray, keys: pa.Table,
+                       io) -> dict[str, np.ndarray]:
+        """locate() for keys that order as integers or as ORDERED's bytes, `wanted` sorted (`wanted[i]` is the key
+        of `keys`' row `order[i]`, which a file joined rather than bisected takes as columns): each file is probed
+        only with the keys between its first and last, by bisection, so a key costs O(log n) in the few files whose
+        range holds it."""
         found: dict[str, np.ndarray] = {}
         pending = np.ones(len(wanted), dtype=bool)
         left = len(wanted)
@@ -181,7 +180,7 @@ class KeyIndex:
                 continue
             if have is None or (len(have) < len(candidates) and len(self.key) > 1):
                 # a file smaller than the keys probing it is joined faster than bisected (bytes compare slowly)
-                hit_rows, positions = self._probe(index, keys.take(pa.array(candidates)))
+                hit_rows, positions = self._probe(index, keys.take(pa.array(order[candidates])))
                 hits = candidates[hit_rows]
             else:
                 at = np.minimum(np.searchsorted(have, wanted[candidates]), len(have) - 1)
