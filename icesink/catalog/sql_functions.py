@@ -124,19 +124,25 @@ def regexp_replace(text, pattern, replacement, flags=None):
         return None
     python, every = regex_options(flags, "regexp_replace")
     compiled = postgres_regex(_text(pattern), python)
-    replacement = _text(replacement)
+    parts = _replacement(_text(replacement), compiled.groups)
 
     def substitute(match: re.Match) -> str:
-        def part(ref: re.Match) -> str:
-            name = ref.group(1)
-            if name == "\\":
-                return "\\"
-            if name == "&":
-                return match.group(0)
-            group = int(name)
-            return (match.group(group) or "") if group <= compiled.groups else ""
-        return _BACK_REFERENCE.sub(part, replacement)
+        return "".join(p if isinstance(p, str) else match.group(p) or "" for p in parts)
     return compiled.sub(substitute, _text(text), count=0 if every else 1)
+
+
+@lru_cache(maxsize=64)
+def _replacement(replacement: str, groups: int) -> tuple:
+    """A replacement's parts, read once rather than at each match: text, or the number of the group whose text
+    goes there (0, \\&, the whole match); a group the pattern does not have is empty."""
+    parts, at = [], 0
+    for ref in _BACK_REFERENCE.finditer(replacement):
+        parts.append(replacement[at:ref.start()])
+        name = ref.group(1)
+        parts.append("\\" if name == "\\" else 0 if name == "&" else int(name) if int(name) <= groups else "")
+        at = ref.end()
+    parts.append(replacement[at:])
+    return tuple(p for p in parts if p != "")
 
 
 def regexp_match(text, pattern, flags=None):
