@@ -2,6 +2,7 @@
 import re
 import threading
 import time
+from decimal import Decimal
 
 import pytest
 
@@ -600,7 +601,12 @@ def test_distinct_on_intervals_typed_literals_and_extract_answer_as_another_eval
                               "INSERT INTO us VALUES (1, 'ann'), (2, 'bob')")
     expected = _duckdb_answer(events_with_times, sql)
     assert expected  # the case says something
-    assert rows(events_with_times, sql) == expected
+    # a numeric is shown as Postgres's text of it ('1.50'), which DuckDB gives as a number
+    answer = rows(events_with_times, sql)
+    assert len(answer) == len(expected)
+    got = [tuple(float(v) if isinstance(v, str) and isinstance(e, (float, Decimal)) else v for v, e in zip(row, want))
+           for row, want in zip(answer, expected)]
+    assert got == expected
 
 
 def test_postgres_functions_sqlite_lacks_answer_as_postgres_does(events_with_times):
@@ -730,7 +736,7 @@ def test_a_moment_moved_by_an_interval_is_a_timestamp_column(events_with_times):
     assert rows(events_with_times, "SELECT ts - TIMESTAMP '2026-01-31 08:00:00', TIMESTAMP '2026-01-30 08:00:00' - ts, "
                                    "ts - ts FROM ev WHERE id = 2") == [("1 day 15:59:59.5", "-2 days -15:59:59.5", "00:00:00")]
     assert rows(events_with_times, "SELECT 1.239::numeric(10,2), '1 day 2 hours'::interval, 2::boolean, "
-                                   "'yes'::boolean") == [(1.24, "1 day 02:00:00", 1, 1)]
+                                   "'yes'::boolean") == [("1.24", "1 day 02:00:00", True, True)]
     assert rows(events_with_times, "SELECT occurred_at::timestamptz FROM mz_internal.mz_sink_status_history") == []
     assert error_of(events_with_times, "SELECT ts + INTERVAL 'a fortnight' FROM ev").message == \
         'invalid input syntax for type interval: "a fortnight"'

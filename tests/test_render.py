@@ -76,8 +76,11 @@ def filled(session):
 @pytest.mark.parametrize("text", CATALOG_QUERIES + TABLE_QUERIES)
 def test_rendered_queries_answer_as_sqlglots_own_reading_does(filled, text):
     target = "tables" if text in TABLE_QUERIES else "catalog"
-    got = rows(filled, text)
-    assert got == _oracle(filled, text, target) and got, text
+    expected = _oracle(filled, text, target)
+    # a numeric of a known scale is shown with its digits ('3.00'), where SQLite alone gives the double
+    got = [tuple(float(v) if isinstance(v, str) and isinstance(e, float) else v for v, e in zip(row, want))
+           for row, want in zip(rows(filled, text), expected)]
+    assert got == expected and len(rows(filled, text)) == len(expected) and got, text
 
 
 @pytest.mark.parametrize("text", CATALOG_QUERIES + TABLE_QUERIES)

@@ -10,7 +10,7 @@ import json
 import math
 import re
 import zoneinfo
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Context, Decimal
 from functools import lru_cache
 
 from ..model.intervals import interval_parts, plus_interval
@@ -505,6 +505,44 @@ def float_text(value, type_name: str):
     return np.format_float_positional(number, unique=True, trim="-")
 
 
+def numeric_text(value, scale: int):
+    """A numeric's text with `scale` digits after the point, as Postgres writes one of that scale (SQLite computes
+    a numeric as a double: 2.5 where Postgres has 2.50)."""
+    if value is None:
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return float_text(value, "double precision")
+    try:
+        number = Decimal(repr(value) if isinstance(value, float) else str(value))
+    except ArithmeticError:
+        return value
+    shown = number.quantize(Decimal(1).scaleb(-int(scale)), ROUND_HALF_UP, _WIDE)
+    return str(shown.copy_abs() if shown.is_zero() else shown)  # a numeric has no -0 (a double's ceil(-0.25) has)
+
+
+_WIDE = Context(prec=1000)  # a quantized numeric keeps every digit (the default context keeps 28)
+
+
+def trunc(value, digits):
+    """trunc(x, digits): x cut toward zero to `digits` after the point (before it, where negative), as Postgres
+    cuts a numeric; by its decimal digits, which x * 10^digits would miss (1.13 * 100 is 112.99…)."""
+    return _to_digits(value, digits, ROUND_DOWN)
+
+
+def round_digits(value, digits):
+    """round(x, digits) where SQLite's would not (digits before the point: round(155.5, -1) is 160, SQLite's 156)."""
+    return _to_digits(value, digits, ROUND_HALF_UP)
+
+
+def _to_digits(value, digits, rounding: str):
+    if value is None or digits is None:
+        return None
+    number = Decimal(repr(value) if isinstance(value, float) else str(value))
+    if not number.is_finite():
+        return value
+    return float(number.quantize(Decimal(1).scaleb(-int(digits)), rounding, _WIDE)) + 0.0  # not -0.0
+
+
 def _double_text(number: float) -> str:
     """A double's text by Python's repr, its shortest digits too, which takes the exponent form from 1e16 rather
     than Postgres's 1e15."""
@@ -696,5 +734,5 @@ FUNCTIONS = {
     "icesink_subscript": (2, subscript), "icesink_integer": (2, integer), "icesink_text": (1, moment_text), "regexp_replace": (-1, regexp_replace),
     "regexp_match": (-1, regexp_match), "array_to_string": (-1, array_to_string), "array_length": (-1, array_length),
     "cardinality": (1, cardinality), "date_bin": (3, date_bin), "to_char": (2, to_char),
-    "rint": (1, rint), "icesink_float_text": (2, float_text), "jsonb_array_length": (1, jsonb_array_length), "jsonb_typeof": (1, jsonb_typeof),
+    "rint": (1, rint), "icesink_float_text": (2, float_text), "icesink_numeric_text": (2, numeric_text), "icesink_trunc": (2, trunc), "icesink_round": (2, round_digits), "jsonb_array_length": (1, jsonb_array_length), "jsonb_typeof": (1, jsonb_typeof),
 }

@@ -7,13 +7,14 @@ import json
 import shutil
 import sqlite3
 from dataclasses import dataclass, field
+from functools import partial
 
 from pyiceberg.exceptions import NoSuchTableError
 from typing import Callable
 
 from ..catalog.secrets import secret_value
 from ..catalog.sqlite import sqlite_message
-from ..catalog.sql_functions import moment_text
+from ..catalog.sql_functions import moment_text, numeric_text
 from ..catalog.store import Catalog, CatalogObject, now
 from ..catalog_connections import connector_for
 from ..errors import CatalogError, IcesinkError, NotSupportedYet, PlanError, first_line
@@ -316,7 +317,8 @@ class Executor:
             message = sqlite_message(exc)
             raise PlanError(message, plan.column_positions.get(str(exc).removeprefix("no such column: "),
                                                                plan.column_positions.get(message))) from None
-        shown = {**dict.fromkeys(plan.booleans, _truths), **dict.fromkeys(plan.moments, moment_text)}
+        shown = {**dict.fromkeys(plan.booleans, _truths), **dict.fromkeys(plan.moments, moment_text),
+                 **{i: partial(numeric_text, scale=digits) for i, digits in plan.scales}}
         if shown:  # each row rebuilt once, whatever the number of columns shown otherwise than SQLite gives them
             converters = [shown.get(i) for i in range(len(columns))]
             rows = [tuple(v if convert is None else convert(v) for v, convert in zip(row, converters)) for row in rows]

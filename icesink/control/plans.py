@@ -87,6 +87,7 @@ class QueryPlan:
     booleans: tuple = ()  # positions of the output columns of type boolean (or arrays of it): SQLite gives 0 and 1
     moments: tuple = ()  # positions of the output columns of type timestamp, timestamptz or time: shown as Postgres
     # prints them
+    scales: tuple = ()  # (position, scale) of numeric output columns shown with their scale's digits (2.50)
 
 
 @dataclass

@@ -285,11 +285,23 @@ def _system_view(name: str) -> Relation:
 
 
 def _typed_outputs(binder: Binder, query: ast.Query) -> dict[str, tuple[int, ...]]:
-    """Which output columns are booleans or arrays of them, which SQLite answers as 0 and 1, and which are moments,
-    which the store holds in a text of its own: the binder's types, where it knows them."""
+    """Which output columns are booleans or arrays of them, which SQLite answers as 0 and 1, which are moments,
+    which the store holds in a text of its own, and which numerics of a known scale, which SQLite computes as
+    doubles: the binder's types, where it knows them."""
     types = [c.type for c in bound_columns(binder, query)]
     return {"booleans": tuple(i for i, t in enumerate(types) if base_type(t.rstrip("[]")) == "boolean"),
-            "moments": tuple(i for i, t in enumerate(types) if base_type(t) in SHOWN_MOMENTS)}
+            "moments": tuple(i for i, t in enumerate(types) if base_type(t) in SHOWN_MOMENTS),
+            "scales": _numeric_scales(query, types)}
+
+
+def _numeric_scales(query: ast.Query, types: list[str]) -> tuple[tuple[int, int], ...]:
+    """(position, scale) of the numeric output columns whose scale Postgres's rules fix (numeric_scale.py), in a
+    query of one SELECT without `*` (whose columns are its items)."""
+    items = query.cores[0].items
+    if len(query.cores) > 1 or len(items) != len(types) or any(isinstance(i.expr, ast.Star) for i in items):
+        return ()
+    scales = ((i, render.scale(item.expr)) for i, item in enumerate(items) if base_type(types[i]) == "numeric")
+    return tuple((i, digits) for i, digits in scales if digits is not None)
 
 
 def bound_columns(binder: Binder, query: ast.Query) -> tuple[Column, ...]:

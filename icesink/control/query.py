@@ -9,6 +9,7 @@ from typing import Callable, Iterator
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
 from ..grammar.output_names import output_name
+from .numeric_scale import numeric_scale
 from .types import NUMERIC_ORDER, UNKNOWN, Column, base_type, normalize
 
 
@@ -88,8 +89,8 @@ _TEXT_FUNCTIONS = {"lower", "upper", "concat", "substr", "substring", "trim", "b
                    "replace", "md5", "left", "right", "lpad", "rpad", "initcap", "to_char", "format", "concat_ws",
                    "reverse", "translate", "repeat", "split_part", "regexp_replace", "array_to_string",
                    "jsonb_typeof"}
-_PASSTHROUGH = {"min", "max", "abs", "coalesce", "nullif", "greatest", "least", "round", "floor", "ceil",
-                "date_trunc", "first_value", "last_value", "any_value", "gcd", "lcm"}
+_PASSTHROUGH = {"min", "max", "abs", "coalesce", "nullif", "greatest", "least", "round", "floor", "ceil", "ceiling",
+                "trunc", "date_trunc", "first_value", "last_value", "any_value", "gcd", "lcm"}
 _SPREADS = {"stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop"}
 
 
@@ -144,6 +145,12 @@ def _wider(a: str, b: str) -> str:
 
 
 def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
+    kind = _type_of(expr, scope, resolve)
+    render.record_scale(expr, numeric_scale(expr, kind, render.scale))  # its operands' noted first
+    return kind
+
+
+def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
     if isinstance(expr, ast.Literal):
         if expr.type == "numeric":
             return "integer" if str(expr.value).isdigit() else "numeric"
@@ -241,6 +248,8 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
             return "double precision" if base_type(arg_types[0]) in ("real", "double precision") else "numeric"
         if name in _PASSTHROUGH and arg_types:
             return arg_types[-1] if name == "date_trunc" else arg_types[0]
+        if name == "sign" and arg_types:  # of an integer too, a double precision, Postgres's preferred number type
+            return "numeric" if base_type(arg_types[0]) == "numeric" else "double precision"
         if name in _TEXT_FUNCTIONS:
             return "text"
         if name == "date_bin" and len(arg_types) == 3:

@@ -109,6 +109,16 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Bracket):  # `a[i]`, counted from 1 (render's offset), of an array held as JSON
             return exp.Anonymous(this="icesink_subscript", expressions=[node.this.transform(replace),
                                                                         node.expressions[0].transform(replace)])
+        if isinstance(node, exp.Sign):  # a number of a floating type (SQLite's is an integer: sign(1) / 3 was 0)
+            return exp.Cast(this=exp.Sign(this=node.this.transform(replace)), to=exp.DataType.build("double"))
+        if isinstance(node, exp.Trunc) and node.args.get("decimals") is not None:  # SQLite's trunc takes no digits
+            return exp.Anonymous(this="icesink_trunc", expressions=[node.this.transform(replace),
+                                                                    node.args["decimals"].transform(replace)])
+        decimals = node.args.get("decimals") if isinstance(node, exp.Round) else None
+        if decimals is not None and not (isinstance(decimals, exp.Literal) and decimals.name.isdigit()):
+            # SQLite's round reads digits before the point (a negative count) as none
+            return exp.Anonymous(this="icesink_round", expressions=[node.this.transform(replace),
+                                                                    decimals.transform(replace)])
         if isinstance(node, exp.Array):  # arrays are held as JSON, truth values as JSON's (SQLite's are 1 and 0)
             truths = node.meta.get("booleans", ())
             return exp.Anonymous(this="json_array", expressions=[

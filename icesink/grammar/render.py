@@ -102,9 +102,9 @@ class Spark(SparkDialect):
 
 def spark_sql(tree: exp.Expression) -> str:
     """A tree as Spark runs it (Iceberg tables, load generators); a view's stored query may hold icesink's own text of
-    a double, which Spark writes by its cast."""
+    a double or a numeric, which Spark writes by its cast."""
     def spark_text(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Anonymous) and node.name.lower() == FLOAT_TEXT:
+        if isinstance(node, exp.Anonymous) and node.name.lower() in (FLOAT_TEXT, NUMERIC_TEXT):
             return exp.Cast(this=node.expressions[0], to=exp.DataType.build("text"))
         return node
     return tree.transform(spark_text).sql(dialect=Spark)
@@ -211,8 +211,8 @@ def _binary(node: ast.BinaryOp) -> exp.Expression:
     if node.op == "||":  # Postgres binds arithmetic before ||, SQLite after it, Spark as tightly (left to right)
         left, right = (exp.Paren(this=side) if isinstance(side, _ARITHMETIC) else side for side in (left, right))
         kinds = _typed(node) or ("", "")
-        left, right = (_truth_text(side) if kind == "boolean" else _float_text(side, kind) if kind in _DOUBLES
-                       else side for side, kind in zip((left, right), kinds))
+        left, right = (_shown_text(side, kind, operand) for side, kind, operand
+                       in zip((left, right), kinds, (node.left, node.right)))
     return cls(this=left, expression=right)
 
 
@@ -234,6 +234,19 @@ def typed():
         _operand_types.reset(token)
 
 
+def record_scale(node, scale) -> None:
+    """Notes the scale a numeric `node`'s text is written with (numeric_scale.py), inside `typed()`."""
+    recorded = _operand_types.get()
+    if recorded is not None and scale is not None:
+        recorded[("scale", id(node))] = scale
+
+
+def scale(node):
+    """The scale noted for `node`, or None."""
+    recorded = _operand_types.get()
+    return None if recorded is None else recorded.get(("scale", id(node)))
+
+
 def record_types(node, types) -> bool:
     """Notes the operand types the rendering of `node` depends on; False outside `typed()`."""
     recorded = _operand_types.get()
@@ -253,6 +266,19 @@ def _truth_text(value: exp.Expression) -> exp.Expression:
                          exp.If(this=exp.Not(this=value.copy()), true=exp.Literal.string("false"))])
 
 
+def _shown_text(value: exp.Expression, kind: str, operand) -> exp.Expression:
+    """`value`, of type `kind`, written as text as Postgres writes it where SQLite's text differs: a truth value's,
+    a double's, a numeric's of a known scale (`operand`'s, the AST node); else `value` as it is."""
+    if kind == "boolean":
+        return _truth_text(value)
+    if kind in _DOUBLES:
+        return _float_text(value, kind)
+    digits = scale(operand) if kind == "numeric" else None
+    if digits is not None:
+        return exp.Anonymous(this=NUMERIC_TEXT, expressions=[value, exp.Literal.number(digits)])
+    return value
+
+
 def _float_text(value: exp.Expression, kind: str) -> exp.Expression:
     """A double's or real's text as Postgres writes it (icesink's function in SQLite; Spark's query is given its
     own cast back, spark_sql)."""
@@ -260,6 +286,7 @@ def _float_text(value: exp.Expression, kind: str) -> exp.Expression:
 
 
 FLOAT_TEXT = "icesink_float_text"
+NUMERIC_TEXT = "icesink_numeric_text"
 
 
 def _cast(node: ast.Cast) -> exp.Expression:
@@ -267,10 +294,10 @@ def _cast(node: ast.Cast) -> exp.Expression:
     as Postgres rounds it (`rint`, which SQLite and Spark both have)."""
     value = _operand(node.expr, _ATOM)
     operand, target = _typed(node) or ("", "")
-    if operand == "boolean" and target == "text":
-        return _truth_text(value)
-    if operand in _DOUBLES and target == "text":
-        return _float_text(value, operand)
+    if target == "text":
+        shown = _shown_text(value, operand, node.expr)
+        if shown is not value:
+            return shown
     if operand in _DOUBLES and target in _INTEGERS:
         value = exp.Anonymous(this="rint", expressions=[value])
     cast = exp.Cast(this=value, to=data_type(node.type))

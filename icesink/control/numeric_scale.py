@@ -1,0 +1,53 @@
+"""A numeric value's scale as Postgres fixes it, where its rules do (`numeric(10,2)` has 2, `a * b` the sum of its
+operands', `round(x, 1)` 1): SQLite computes a numeric as a double, which forgets it, so that its text is written
+with these digits (`2.50`, not `2.5`). None where the scale is the value's own (a numeric of no declared scale, a
+division, an average)."""
+from __future__ import annotations
+
+import re
+from typing import Callable, Optional
+
+from ..grammar import ast
+from .types import base_type
+
+_INTEGERS = ("smallint", "integer", "bigint")
+_DECLARED = re.compile(r"numeric\(\s*\d+\s*,\s*(\d+)\s*\)")
+# a call whose value has its argument's scale, or none (0)
+_SAME_SCALE = ("abs", "sum", "min", "max")
+_WHOLE = ("ceil", "ceiling", "floor", "sign")
+
+
+def numeric_scale(expr, kind: str, scale_of: Callable[[object], Optional[int]]) -> Optional[int]:
+    """The scale of `expr`, of type `kind`, given its operands' (`scale_of`, None where unknown)."""
+    if base_type(kind) in _INTEGERS:
+        return 0
+    if base_type(kind) != "numeric":
+        return None
+    if isinstance(expr, (ast.ColumnRef, ast.Cast)):  # a column's or a cast's declared scale
+        declared = _DECLARED.fullmatch(kind)
+        if declared:
+            return int(declared.group(1))
+        return None if isinstance(expr, ast.ColumnRef) else scale_of(expr.expr)
+    if isinstance(expr, ast.Literal):
+        text = str(expr.value)
+        return None if "e" in text.lower() else len(text.partition(".")[2])
+    if isinstance(expr, ast.UnaryOp) and expr.op == "-":
+        return scale_of(expr.operand)
+    if isinstance(expr, ast.BinaryOp) and expr.op in ("+", "-", "*"):
+        left, right = scale_of(expr.left), scale_of(expr.right)
+        if left is None or right is None:
+            return None
+        return left + right if expr.op == "*" else max(left, right)
+    if isinstance(expr, ast.FunctionCall) and expr.over is None and not expr.star:
+        name, args = expr.name.value, expr.args
+        if name in ("round", "trunc") and len(args) == 1 or name in _WHOLE:
+            return 0
+        if name in ("round", "trunc") and len(args) == 2:
+            digits = args[1]
+            if isinstance(digits, ast.Literal) and str(digits.value).isdigit():
+                return int(digits.value)
+            negative = isinstance(digits, ast.UnaryOp) and digits.op == "-" and isinstance(digits.operand, ast.Literal)
+            return 0 if negative else None  # digits before the point: a whole number
+        if name in _SAME_SCALE and len(args) == 1:
+            return scale_of(args[0])
+    return None
