@@ -3,6 +3,7 @@ says for each thing logical replication needs that is missing."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 
@@ -327,6 +328,23 @@ def test_a_view_keeps_what_its_operands_types_decide_as_postgres_does(session, p
         expected = admin.execute(query + " ORDER BY id").fetchall()
     assert session.execute("SELECT * FROM typed_v ORDER BY id")[-1].rows == expected
     assert expected[0][1:3] == ("true", "xfalse")  # what SQLite alone would have written as '1' and 'x0'
+
+
+def test_a_numeric_shows_the_digits_of_its_scale_as_postgres_does(session, postgres):
+    """A numeric whose scale Postgres's rules fix is shown, cast to text and written beside || with that many
+    digits, where SQLite computes a double (2.5 for 2.50, 1.0 for 1)."""
+    query = ("SELECT id, x * 1.50, x::numeric(10,2) + 1, round(x / 3.0, 2), floor(1.5), trunc(1.256, 2), "
+             "round(155.5, -1), trunc(-1.5), 'n' || x * 1.50, floor(x * 1.5)::text, (x * 0.10)::text, "
+             "abs(-x::numeric(5,1)), sign(x) / 3 FROM t ORDER BY id")
+    session.execute(NAMING_TABLE)
+    with postgres.admin() as admin:
+        admin.execute("DROP TABLE IF EXISTS t")
+        for statement in NAMING_TABLE.split("; "):
+            admin.execute(statement)
+        expected = [tuple(str(v) if isinstance(v, Decimal) else v for v in row)
+                    for row in admin.execute(query).fetchall()]
+    assert session.execute(query)[-1].rows == expected
+    assert expected[0][1:3] == ("4.50", "4.00")  # what SQLite alone would have shown as 4.5 and 4.0
 
 
 def test_update_and_delete_read_other_tables_and_write_what_postgres_writes(session, postgres):
