@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import shutil
 import sqlite3
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import partial
 
 from pyiceberg.exceptions import NoSuchTableError
@@ -265,7 +267,7 @@ class Executor:
                 generated.current(spark).createOrReplaceTempView(view)
             finally:
                 generated.close()
-        return _spark_result(spark, plan.sql)
+        return _shown(_spark_result(spark, plan.sql), scales=plan.scales)
 
     def _catch_up(self, generated: tuple) -> None:
         """The tables that keep load generators' relations a statement reads, brought up to their tick now."""
@@ -317,12 +319,25 @@ class Executor:
             message = sqlite_message(exc)
             raise PlanError(message, plan.column_positions.get(str(exc).removeprefix("no such column: "),
                                                                plan.column_positions.get(message))) from None
-        shown = {**dict.fromkeys(plan.booleans, _truths), **dict.fromkeys(plan.moments, moment_text),
-                 **{i: partial(numeric_text, scale=digits) for i, digits in plan.scales}}
-        if shown:  # each row rebuilt once, whatever the number of columns shown otherwise than SQLite gives them
-            converters = [shown.get(i) for i in range(len(columns))]
-            rows = [tuple(v if convert is None else convert(v) for v, convert in zip(row, converters)) for row in rows]
-        return Result(f"SELECT {len(rows)}", columns, rows)
+        return _shown(Result(f"SELECT {len(rows)}", columns, rows), plan.booleans, plan.moments, plan.scales)
+
+
+def _shown(result: Result, booleans=(), moments=(), scales=()) -> Result:
+    """`result` with its booleans, moments and numerics of a known scale (by position) as Postgres shows them; each
+    row rebuilt once, whatever the number of such columns."""
+    shown = {**dict.fromkeys(booleans, _truths), **dict.fromkeys(moments, moment_text),
+             **{i: partial(numeric_text, scale=digits) if digits else _whole for i, digits in scales}}
+    if shown:
+        converters = [shown.get(i) for i in range(len(result.columns))]
+        result.rows = [tuple(v if convert is None else convert(v) for v, convert in zip(row, converters))
+                       for row in result.rows]
+    return result
+
+
+def _whole(value):
+    """A numeric of scale 0 computed as a number (sum(bigint), floor(x)) as an integer (SQLite's floor gives 1.0); a
+    stored one keeps its text, as a stored numeric's is."""
+    return int(value) if isinstance(value, (int, float, Decimal)) and math.isfinite(value) else value
 
 
 def _truths(value):

@@ -105,6 +105,7 @@ class GeneratorQueryPlan:
 
     sql: str  # Spark SQL
     relations: dict[str, CatalogObject]  # view -> the relation (a load generator source or subsource)
+    scales: tuple = ()  # as QueryPlan's
 
 
 @dataclass

@@ -218,11 +218,12 @@ def _check_spark_runs(tree: exp.Expression, what: str) -> None:
                               "supported yet")
 
 
-def _plan_generator_query(tree: exp.Expression, relations: dict) -> GeneratorQueryPlan:
+def _plan_generator_query(tree: exp.Expression, relations: dict, scales: tuple = ()) -> GeneratorQueryPlan:
     """A query over load generators' relations alone (`over_generators`'s): Spark generates each one's rows up to
     now and runs the query."""
     _check_spark_runs(tree, "load generators alone")
-    return GeneratorQueryPlan(render.spark_sql(tree), {generated_name(i): obj for i, obj in relations.items()})
+    return GeneratorQueryPlan(render.spark_sql(tree), {generated_name(i): obj for i, obj in relations.items()},
+                              scales)
 
 
 def _with_shows(binder: Binder, name_table: Callable) -> Callable:
@@ -255,7 +256,9 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
                                   shows[0].show.name.pos)
         generated_only = _over_generators_only(binder, query)
         if generated_only is not None:
-            return _plan_generator_query(*generated_only)
+            with render.typed():  # a numeric's digits, as SQLite's answer to the same query over the store shows them
+                scales = _typed_outputs(binder, query)["scales"]
+            return _plan_generator_query(*generated_only, scales)
     check_functions(query)  # SQLite runs it (Spark, over load generators alone, knows more functions)
     replicated: Replicated = []
     generated: list = []
