@@ -37,11 +37,7 @@ def spark():
     """One SparkSession for the whole test session: Spark takes seconds to start."""
     from icesink.engine.spark import get_spark
 
-    session = get_spark("local[2]")
-    yield session
-    # stopped before the interpreter exits: a streaming source's Python runner left to a JVM that merely dies
-    # prints its socket's time-out (CANNOT_OPEN_SOCKET) after pytest's summary
-    session.stop()
+    return get_spark("local[2]")
 
 
 @pytest.fixture
