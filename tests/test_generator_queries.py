@@ -2,6 +2,7 @@
 now on its executors, consolidates them (retractions cancel insertions; KEY VALUE keeps each key's newest value), and
 runs the query; joined with other relations, and in a sink's view, they are read from the tables of the store that
 keep them, brought up to the generator's tick."""
+import re
 import time
 from decimal import Decimal
 
@@ -65,6 +66,23 @@ def test_the_postgres_special_forms_answer_alike_on_spark_and_in_sqlite(session,
     joined = rows(session, forms + " JOIN picks ON n = 3 ORDER BY n_nationkey")
     assert len(alone) == 25 and alone[1][1:7] == (False, True, False, False, 1, "AR")  # ARGENTINA
     assert [tuple(int(v) if isinstance(v, bool) else v for v in row) for row in alone] == joined
+
+
+def test_moments_answer_alike_on_spark_and_in_sqlite_as_postgres_prints_them(session, spark):
+    """A timestamptz, its text, its text beside ||, its hour and its cast to timestamp: Spark's answer (PySpark's
+    datetimes, Spark's cast without a zone) shown as Postgres prints it, as SQLite's answer over the kept rows is."""
+    session.execute("CREATE SOURCE auction FROM LOAD GENERATOR AUCTION (TICK INTERVAL '1h', AS OF 20) FOR ALL TABLES;"
+                    "CREATE TABLE one (n bigint); INSERT INTO one VALUES (1);")
+    moments = ("SELECT a.id, a.end_time, a.end_time::text, 'ends ' || a.end_time, date_trunc('hour', a.end_time), "
+               "a.end_time::timestamp, a.end_time::timestamp::text FROM auctions a")
+    alone = rows(session, moments + " WHERE a.id <= 3 ORDER BY a.id")
+    joined = rows(session, moments + " JOIN one ON n = 1 WHERE a.id <= 3 ORDER BY a.id")
+    assert len(alone) == 3 and alone == joined
+    zoned = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d*[1-9])?"
+    for _, end, text, beside, hour, plain, plain_text in alone:
+        assert re.fullmatch(zoned + r"\+00", end) and text == end and beside == "ends " + end
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:00:00\+00", hour) and hour[:13] == end[:13]
+        assert plain == plain_text == end.removesuffix("+00")
 
 
 def test_at_time_zone_over_a_generator_alone_is_refused_where_spark_would_need_its_operands_type(session):
@@ -150,13 +168,14 @@ def test_sinks_on_views_over_load_generators_hold_what_select_computes(session, 
 
 
 def _normal(found: list[tuple]) -> list[tuple]:
-    """Timestamps as UTC without a zone (Spark answers in the session's zone, DuckDB with one); numerics to the cent
-    (Spark sums decimals, SQLite doubles)."""
+    """Timestamps as Postgres prints them in UTC (as SELECT shows them; DuckDB gives datetimes in its zone); numerics
+    to the cent (Spark sums decimals, SQLite doubles)."""
     import datetime as dt
+    from icesink.catalog.sql_functions import moment_text
 
     def value(v):
         if isinstance(v, dt.datetime) and v.tzinfo is not None:
-            return v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            return moment_text(v.astimezone(dt.timezone.utc).isoformat(sep=" "))
         if isinstance(v, (float, Decimal)):
             return round(float(v), 2)
         return v

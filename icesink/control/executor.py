@@ -8,6 +8,7 @@ import math
 import shutil
 import sqlite3
 from dataclasses import dataclass, field
+from datetime import timezone
 from decimal import Decimal
 from functools import partial
 
@@ -325,11 +326,15 @@ class Executor:
 def _shown(result: Result, booleans=(), moments=(), scales=()) -> Result:
     """`result` with its booleans, moments and numerics of a known scale (by position) as Postgres shows them; each
     row rebuilt once, whatever the number of such columns."""
-    shown = {**dict.fromkeys(booleans, _truths), **dict.fromkeys(moments, moment_text),
-             **{i: partial(numeric_text, scale=digits) if digits else _whole for i, digits in scales}}
-    if shown:
-        converters = [shown.get(i) for i in range(len(result.columns))]
-        result.rows = [tuple(v if convert is None else convert(v) for v, convert in zip(row, converters))
+    return _converted(result, {**dict.fromkeys(booleans, _truths), **dict.fromkeys(moments, moment_text),
+                               **{i: partial(numeric_text, scale=digits) if digits else _whole for i, digits in scales}})
+
+
+def _converted(result: Result, converters: dict[int, Callable]) -> Result:
+    """`result` with the columns at `converters`' positions converted by them."""
+    if converters:
+        by_column = [converters.get(i) for i in range(len(result.columns))]
+        result.rows = [tuple(v if convert is None else convert(v) for v, convert in zip(row, by_column))
                        for row in result.rows]
     return result
 
@@ -350,9 +355,25 @@ def _truths(value):
 
 
 def _spark_result(spark, sql: str) -> Result:
+    """Spark's answer, its moments as Postgres prints them, as SQLite's answers give them (PySpark gives datetimes)."""
+    from pyspark.sql.types import TimestampNTZType, TimestampType
+
     try:
         result = spark.sql(sql)
         rows = [tuple(row) for row in result.collect()]
     except Exception as exc:  # Spark's analysis errors carry the user's mistake
         raise PlanError(str(exc).splitlines()[0]) from None
-    return Result(f"SELECT {len(rows)}", list(result.columns), rows)
+    fields = result.schema.fields
+    zoned = tuple(i for i, f in enumerate(fields) if isinstance(f.dataType, TimestampType))
+    plain = tuple(i for i, f in enumerate(fields) if isinstance(f.dataType, TimestampNTZType))
+    shown = Result(f"SELECT {len(rows)}", list(result.columns), rows)
+    return _converted(shown, {**dict.fromkeys(zoned, _zoned_text), **dict.fromkeys(plain, _plain_text)})
+
+
+def _zoned_text(value):
+    """A timestamptz from PySpark (a naive datetime in this process's local time) as Postgres prints it, in UTC."""
+    return None if value is None else moment_text(value.astimezone(timezone.utc).isoformat(sep=" "))
+
+
+def _plain_text(value):
+    return None if value is None else moment_text(value.isoformat(sep=" "))

@@ -254,10 +254,10 @@ def plan_select(binder: Binder, stmt: ast.Select, text: str) -> QueryPlan | Iceb
         if shows:
             raise NotSupportedYet("a query that joins load generators with SHOW is not supported yet",
                                   shows[0].show.name.pos)
-        generated_only = _over_generators_only(binder, query)
+        with render.typed():  # bound first: a cast's text, and a numeric's digits, as SQLite's answer shows them
+            scales = _typed_outputs(binder, query)["scales"]
+            generated_only = _over_generators_only(binder, query)
         if generated_only is not None:
-            with render.typed():  # a numeric's digits, as SQLite's answer to the same query over the store shows them
-                scales = _typed_outputs(binder, query)["scales"]
             return _plan_generator_query(*generated_only, scales)
     check_functions(query)  # SQLite runs it (Spark, over load generators alone, knows more functions)
     replicated: Replicated = []

@@ -98,14 +98,20 @@ class Spark(SparkDialect):
     class Generator(SparkDialect.Generator):
         TRANSFORMS = {**SparkDialect.Generator.TRANSFORMS, exp.Substring: _spark_substring,
                       exp.RegexpILike: _spark_iregex}
+        # Postgres's timestamp has no zone; Spark's TIMESTAMP is its timestamptz
+        TYPE_MAPPING = {**SparkDialect.Generator.TYPE_MAPPING, exp.DataType.Type.TIMESTAMP: "TIMESTAMP_NTZ"}
 
 
 def spark_sql(tree: exp.Expression) -> str:
     """A tree as Spark runs it (Iceberg tables, load generators); a view's stored query may hold icesink's own text of
-    a double or a numeric, which Spark writes by its cast."""
+    a double or a numeric, which Spark writes by its cast. A timestamptz's text has its zone, UTC (Spark's session
+    zone) as Postgres writes it, `+00`; Spark's cast writes none."""
     def spark_text(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Anonymous) and node.name.lower() in (FLOAT_TEXT, NUMERIC_TEXT):
             return exp.Cast(this=node.expressions[0], to=exp.DataType.build("text"))
+        if (isinstance(node, exp.Cast) and node.meta.get("operand") == "timestamp with time zone"
+                and node.to.is_type(*exp.DataType.TEXT_TYPES)):
+            return exp.Concat(expressions=[node, exp.Literal.string("+00")])
         return node
     return tree.transform(spark_text).sql(dialect=Spark)
 
@@ -223,6 +229,7 @@ def _binary(node: ast.BinaryOp) -> exp.Expression:
 _operand_types: ContextVar[dict | None] = ContextVar("icesink_operand_types", default=None)
 _INTEGERS = ("smallint", "integer", "bigint")
 _DOUBLES = ("double precision", "real")
+_MOMENTS = ("timestamp", "timestamp with time zone", "time")
 
 
 @contextmanager
@@ -268,11 +275,15 @@ def _truth_text(value: exp.Expression) -> exp.Expression:
 
 def _shown_text(value: exp.Expression, kind: str, operand) -> exp.Expression:
     """`value`, of type `kind`, written as text as Postgres writes it where SQLite's text differs: a truth value's,
-    a double's, a numeric's of a known scale (`operand`'s, the AST node); else `value` as it is."""
+    a double's, a moment's, a numeric's of a known scale (`operand`'s, the AST node); else `value` as it is."""
     if kind == "boolean":
         return _truth_text(value)
     if kind in _DOUBLES:
         return _float_text(value, kind)
+    if kind in _MOMENTS:  # the store's text of a moment is not Postgres's: each engine's writer converts the cast
+        cast = exp.Cast(this=value, to=exp.DataType.build("text"))
+        cast.meta["operand"] = kind
+        return cast
     digits = scale(operand) if kind == "numeric" else None
     if digits is not None:
         return exp.Anonymous(this=NUMERIC_TEXT, expressions=[value, exp.Literal.number(digits)])
