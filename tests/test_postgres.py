@@ -368,6 +368,32 @@ def test_update_and_delete_read_other_tables_and_write_what_postgres_writes(sess
     assert expected[0] == (1, "true/1.5", 31)  # what SQLite alone would have written as '1/1.5'
 
 
+@pytest.mark.parametrize("sql", [
+    "SELECT id FROM t WHERE x = 'abc'",
+    "SELECT id + ' 1.5 ' FROM t",
+    "SELECT id FROM t WHERE id + 1 = g",
+    "SELECT x * (SELECT g FROM t WHERE id = 1) FROM t",
+    "SELECT ok IS TRUE, x IS TRUE FROM t",
+    "SELECT id FROM t WHERE doc ->> 'k' = 1",
+])
+def test_a_number_beside_text_and_is_true_of_a_number_are_refused_as_postgres_refuses_them(session, postgres, sql):
+    """Postgres refuses these where it plans the query (SQLite would read the text's leading digits, or 0, and
+    take any value for IS TRUE); icesink says what Postgres says, pointing at the operand or operator."""
+    import psycopg
+
+    session.execute(NAMING_TABLE)
+    with postgres.admin() as admin:
+        admin.execute("DROP TABLE IF EXISTS t")
+        for statement in NAMING_TABLE.split("; "):
+            admin.execute(statement)
+        with pytest.raises(psycopg.Error) as refused:
+            admin.execute(sql)
+    expected = refused.value.diag.message_primary
+    error = error_of(session, sql)
+    assert error.message.removesuffix(" of type") == expected.split(" (")[0].removesuffix(" of type")
+    assert error.position.column == int(refused.value.diag.statement_position)
+
+
 def _typed(value):
     """A value with its Python type, an array's elements each with theirs (True is not 1 here)."""
     return [_typed(v) for v in value] if isinstance(value, list) else (type(value).__name__, value)

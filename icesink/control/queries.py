@@ -20,7 +20,7 @@ from ..grammar.render import identifier
 from .plans import GeneratorQueryPlan, IcebergQueryPlan, QueryPlan
 from .call_checks import check_functions, check_table_functions
 from .sqlite_sql import SHOWN_MOMENTS, sqlite_sql
-from .query import (Relation, bind_query, check_distinct_on_order, check_qualified_columns, expand_distinct_on_stars,
+from .query import (OperandError, Relation, bind_query, check_distinct_on_order, check_qualified_columns, expand_distinct_on_stars,
                     table_refs, walk)
 
 _SYSTEM_SCHEMAS = ("mz_catalog", "mz_internal")
@@ -310,7 +310,8 @@ def _numeric_scales(query: ast.Query, types: list[str]) -> tuple[tuple[int, int]
 def bound_columns(binder: Binder, query: ast.Query) -> tuple[Column, ...]:
     """A query's output columns as the binder types them (none where it cannot tell: a relation of unknown columns,
     or a mistake SQLite's run names where it is written); what the binder finds not supported yet (interval
-    arithmetic, an aggregate ordered by numeric text) is refused here, before SQLite computes it wrong."""
+    arithmetic, an aggregate ordered by numeric text), and an operand of a type Postgres refuses (`n + 'x'`,
+    `n IS TRUE`), are refused here, before SQLite computes them wrong."""
     def resolve(ref: ast.TableRef) -> Relation:
         qualifier = ref.name.qualifier
         if (qualifier and qualifier[0] in _SYSTEM_SCHEMAS) or (not qualifier and ref.name.name in VIEWS):
@@ -318,6 +319,8 @@ def bound_columns(binder: Binder, query: ast.Query) -> tuple[Column, ...]:
         return binder.relation(ref.name)[1]
     try:
         return bind_query(query, resolve).columns or ()
+    except OperandError:
+        raise
     except PlanError:
         return ()
 

@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+from ..engine.values import InvalidValue, input_function
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
 from ..grammar.output_names import output_name
@@ -137,6 +138,32 @@ def _interval_literal(expr) -> bool:
 _CLOCK_TYPES = {"current_date": "date", "localtimestamp": "timestamp", "localtime": "time", "current_time": "time"}
 
 
+class OperandError(PlanError):
+    """An operand of a type Postgres refuses where the query is planned: refused by SELECT too, which otherwise
+    leaves the binder's errors (names, which SQLite's run points at) to SQLite."""
+
+
+_ARITHMETIC = ("+", "-", "*", "/", "%")
+_COMPARISONS = ("=", "<>", "!=", "<", "<=", ">", ">=")
+
+
+def _check_number_beside_text(expr: ast.BinaryOp, left: str, right: str) -> None:
+    """A number beside text, which Postgres refuses (SQLite reads the text's leading digits, 0 without any): a text
+    literal is read by the number's input function (`n = 'x'`: invalid input syntax for type integer), any other
+    text has no such operator (`n + name`)."""
+    for side, kind, other in ((expr.left, left, right), (expr.right, right, left)):
+        number = base_type(other)
+        if base_type(kind) != "text" or number not in NUMERIC_ORDER:
+            continue
+        if not (isinstance(side, ast.Literal) and side.type == "text"):
+            raise OperandError(f"operator does not exist: {base_type(left)} {expr.op} {base_type(right)}", expr.pos)
+        try:
+            input_function(number)(side.value)
+        except InvalidValue as exc:
+            if str(exc).startswith("invalid input syntax"):  # not what an engine table cannot store ('NaN')
+                raise OperandError(str(exc), side.pos) from None
+
+
 def _wider(a: str, b: str) -> str:
     a, b = base_type(a), base_type(b)
     if a in NUMERIC_ORDER and b in NUMERIC_ORDER:
@@ -181,7 +208,9 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             if base_type(other) in NUMERIC_ORDER or (expr.op == "+" and base_type(other) in _MOMENTS):
                 raise PlanError(f"operator does not exist: {base_type(left)} {expr.op} {base_type(right)}",
                                 expr.pos)
-        if expr.op in ("+", "-", "*", "/", "%"):
+        if expr.op in _ARITHMETIC or expr.op in _COMPARISONS:
+            _check_number_beside_text(expr, left, right)
+        if expr.op in _ARITHMETIC:
             return _wider(left, right)
         if expr.op == "||":
             render.record_types(expr, (base_type(left), base_type(right)))  # a truth value's text
@@ -199,9 +228,10 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         if expr.kind == "is" and base_type(types[0]) not in ("boolean", UNKNOWN) and not (
                 isinstance(expr.operands[0], ast.Literal) and expr.operands[0].type == "text"):
             truth = {True: "TRUE", False: "FALSE", None: "UNKNOWN"}[expr.operands[1].value]
-            raise PlanError(f"argument of IS {truth} must be type boolean, not type {types[0]}", expr.pos)
+            raise OperandError(f"argument of IS {truth} must be type boolean, not type {types[0]}",
+                               getattr(expr.operands[0], "pos", 0) or expr.pos)  # at the argument, as Postgres
         if expr.kind == "any" and types[1] != UNKNOWN and not types[1].endswith("[]"):
-            raise PlanError(f"op ANY/ALL (array) requires an array on its right, not type {types[1]}", expr.pos)
+            raise OperandError(f"op ANY/ALL (array) requires an array on its right, not type {types[1]}", expr.pos)
         return "boolean"
     if isinstance(expr, ast.Case):
         types = [_expr_type(then, scope, resolve) for _, then in expr.whens]

@@ -219,9 +219,6 @@ class QueryBuilder:
 
     comparison = binary_op = _binary
 
-    def equals(self, c):
-        return ast.BinaryOp("=", c[0], c[1])
-
     def or_expr(self, c):
         return self._fold(c, "OR")
 
