@@ -142,6 +142,9 @@ def test_numeric_values_compare_as_numbers(session):
     assert rows(session, "SELECT id FROM prices WHERE amount > 20") == [(3,)]
     assert rows(session, "SELECT id FROM prices WHERE amount > id * 5 ORDER BY id") == [(1,), (3,)]
     assert rows(session, "SELECT min(amount), max(amount) FROM prices") == [("9.50", "100.00")]
+    # NaN, above every number as Postgres orders it (the comparison raised a traceback from Decimal)
+    assert rows(session, "SELECT count(*) FROM prices WHERE amount < 'NaN'") == [(3,)]
+    assert rows(session, "SELECT count(*) FROM prices WHERE amount >= 'NaN'") == [(0,)]
     assert "duplicate" in error_of(session, "INSERT INTO prices VALUES (4, 10.0)").message.lower()
 
 

@@ -285,6 +285,9 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     "SELECT id, (x / 2.0::float8)::text, 1e15::float8::text, 0.1::real::text, (x::float8 * 1.5)::text, "
     "'v' || x::float8 / 4, 3.0::float8::text, 1e-5::float8::text, 123456.0::real::text, 1234567.0::real::text "
     "FROM t ORDER BY id",
+    # a text literal beside a number is that number (SQLite compares a computed number with text as unequal)
+    "SELECT id, id + 1 = '2', x * 2 > ' 7 ', (SELECT max(x) FROM t) = '5', x::float8 > '-Infinity', 1 + '2', "
+    "x::numeric(10,2) + 0 = '3.00', '3' < x - 1 FROM t ORDER BY id",
     # TRIM's special forms, and the clock's functions without parentheses (by their names and types)
     "SELECT trim(both 'x' from 'xaxx'), trim(leading from '  a '), trim(trailing 'x' from 'xax'), "
     "trim('x' from 'xax'), trim(' b '), localtimestamp > TIMESTAMP '2020-01-01 00:00:00', "

@@ -158,10 +158,19 @@ def _check_number_beside_text(expr: ast.BinaryOp, left: str, right: str) -> None
         if not (isinstance(side, ast.Literal) and side.type == "text"):
             raise OperandError(f"operator does not exist: {base_type(left)} {expr.op} {base_type(right)}", expr.pos)
         try:
-            input_function(number)(side.value)
+            value = input_function(number)(side.value)
         except InvalidValue as exc:
             if str(exc).startswith("invalid input syntax"):  # not what an engine table cannot store ('NaN')
                 raise OperandError(str(exc), side.pos) from None
+            continue
+        if number != "numeric" or not isinstance(other_side(expr, side), ast.ColumnRef):
+            # SQLite compares a number with text as unequal (`n + 1 = '2'` was false); a numeric column keeps its
+            # digits as text, which its collation compares exactly, where a double would lose some
+            render.record_number(side, repr(value) if isinstance(value, float) else str(value))
+
+
+def other_side(expr: ast.BinaryOp, side):
+    return expr.right if side is expr.left else expr.left
 
 
 def _wider(a: str, b: str) -> str:

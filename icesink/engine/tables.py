@@ -91,6 +91,9 @@ def _compare_numeric(a: str, b: str) -> int:
         x, y = Decimal(a), Decimal(b)
     except InvalidOperation:
         x, y = a, b
+    else:
+        if x.is_nan() or y.is_nan():  # Postgres orders NaN above every number, equal to itself (Decimal raises)
+            return x.is_nan() - y.is_nan()
     return (x > y) - (x < y)
 
 

@@ -254,6 +254,24 @@ def scale(node):
     return None if recorded is None else recorded.get(("scale", id(node)))
 
 
+def record_number(literal: ast.Literal, digits: str) -> None:
+    """Notes that a text literal beside a number is that number (its digits; inf as float's repr writes it), as
+    Postgres reads it, inside `typed()`."""
+    recorded = _operand_types.get()
+    if recorded is not None:
+        recorded[("number", id(literal))] = digits
+
+
+def _number(literal: ast.Literal) -> exp.Expression | None:
+    recorded = _operand_types.get()
+    digits = None if recorded is None else recorded.get(("number", id(literal)))
+    if digits is None:
+        return None
+    if digits in ("inf", "-inf"):  # a double's infinity, which SQLite reads from a literal past its range
+        return exp.Literal.number(digits.replace("inf", "9e999"))
+    return exp.Literal.number(digits)
+
+
 def record_types(node, types) -> bool:
     """Notes the operand types the rendering of `node` depends on; False outside `typed()`."""
     recorded = _operand_types.get()
@@ -370,7 +388,7 @@ def expression(node) -> exp.Expression:
             return exp.Null()
         if node.type == "interval":
             return exp.Interval(this=exp.Literal.string(node.value))
-        return exp.Literal.string(node.value)
+        return _number(node) or exp.Literal.string(node.value)
     if isinstance(node, ast.ColumnRef):
         parts = [identifier(p) for p in node.parts]
         keys = ("this", "table", "db", "catalog")
