@@ -318,6 +318,26 @@ def test_a_select_names_its_columns_and_gives_its_truth_values_as_postgres_does(
                                                                     for row in expected]
 
 
+def test_a_text_literal_compared_with_a_moment_is_that_moment_as_postgres_reads_it(session, postgres):
+    """`ts > '2024-01-01'` compares moments, not the store's text with the literal's (which put midnight after
+    '2024-01-01' and never equal to it), in WHERE, IN and BETWEEN, for every kind of moment."""
+    table = ("CREATE TABLE m (id int NOT NULL, ts timestamptz, p timestamp, d date, PRIMARY KEY (id)); "
+             "INSERT INTO m VALUES (1, '2024-01-01', '2024-01-01', '2024-01-01'), "
+             "(2, '2024-01-01 10:30:00.5+02', '2024-01-01 10:30', '2024-01-02'), (3, NULL, NULL, NULL)")
+    query = ("SELECT id, ts > '2024-01-01', ts = '2024-01-01', ts = '2024-01-01 08:30:00.5', p = '2024-01-01 10:30', "
+             "d = '2024-1-2', date_trunc('hour', ts) = '2024-01-01 08:00:00+00', ts IN ('2024-01-01', 'epoch'), "
+             "p BETWEEN '2024-01-01 00:00:01' AND '2024-01-01 11:00', d < '2024-01-02', id + 1 IN ('2', ' 3 ') "
+             "FROM m ORDER BY id")
+    session.execute(table)
+    with postgres.admin() as admin:
+        admin.execute("DROP TABLE IF EXISTS m")
+        for statement in table.split("; "):
+            admin.execute(statement)
+        expected = admin.execute(query).fetchall()
+    assert session.execute(query)[-1].rows == expected
+    assert expected[0][1:3] == (False, True)  # what SQLite's text had the other way round
+
+
 def test_a_view_keeps_what_its_operands_types_decide_as_postgres_does(session, postgres):
     """A materialized view's stored query is written with its operands' types, so a truth value's text and a
     double's rounding are Postgres's in the view too, not SQLite's 1 and half away from zero."""

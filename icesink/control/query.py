@@ -147,30 +147,34 @@ _ARITHMETIC = ("+", "-", "*", "/", "%")
 _COMPARISONS = ("=", "<>", "!=", "<", "<=", ">", ">=")
 
 
-def _check_number_beside_text(expr: ast.BinaryOp, left: str, right: str) -> None:
-    """A number beside text, which Postgres refuses (SQLite reads the text's leading digits, 0 without any): a text
-    literal is read by the number's input function (`n = 'x'`: invalid input syntax for type integer), any other
-    text has no such operator (`n + name`)."""
-    for side, kind, other in ((expr.left, left, right), (expr.right, right, left)):
-        number = base_type(other)
-        if base_type(kind) != "text" or number not in NUMERIC_ORDER:
+def _check_beside_text(a, a_type: str, b, b_type: str, op: str, pos: int) -> None:
+    """Operands `a` and `b` of `op` where one is text and the other a number or, compared, a moment, as Postgres
+    reads them: a text literal is the other's type, read by its input function (`n = 'x'`: invalid input syntax
+    for type integer; `ts > '2024-01-01'` is past midnight, where SQLite compared the store's text with the
+    literal's); other text beside a number has no such operator (`n + name`)."""
+    for side, kind, other, other_type in ((a, a_type, b, b_type), (b, b_type, a, a_type)):
+        target = base_type(other_type)
+        if base_type(kind) != "text" or not (target in NUMERIC_ORDER or (op in _COMPARISONS and target in _SHOWN)):
             continue
         if not (isinstance(side, ast.Literal) and side.type == "text"):
-            raise OperandError(f"operator does not exist: {base_type(left)} {expr.op} {base_type(right)}", expr.pos)
+            if target in NUMERIC_ORDER:
+                raise OperandError(f"operator does not exist: {base_type(a_type)} {op} {base_type(b_type)}", pos)
+            continue
         try:
-            value = input_function(number)(side.value)
+            value = input_function(target)(side.value)
         except InvalidValue as exc:
             if str(exc).startswith("invalid input syntax"):  # not what an engine table cannot store ('NaN')
                 raise OperandError(str(exc), side.pos) from None
             continue
-        if number != "numeric" or not isinstance(other_side(expr, side), ast.ColumnRef):
+        if target in _SHOWN:  # the store's text of the moment, which compares as the moments do
+            render.record_literal(side, value, number=False)
+        elif target != "numeric" or not isinstance(other, ast.ColumnRef):
             # SQLite compares a number with text as unequal (`n + 1 = '2'` was false); a numeric column keeps its
             # digits as text, which its collation compares exactly, where a double would lose some
-            render.record_number(side, repr(value) if isinstance(value, float) else str(value))
+            render.record_literal(side, repr(value) if isinstance(value, float) else str(value), number=True)
 
 
-def other_side(expr: ast.BinaryOp, side):
-    return expr.right if side is expr.left else expr.left
+_SHOWN = ("date", "time", "timestamp", "timestamp with time zone")  # moments the store keeps as text in one form
 
 
 def _wider(a: str, b: str) -> str:
@@ -218,7 +222,7 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
                 raise PlanError(f"operator does not exist: {base_type(left)} {expr.op} {base_type(right)}",
                                 expr.pos)
         if expr.op in _ARITHMETIC or expr.op in _COMPARISONS:
-            _check_number_beside_text(expr, left, right)
+            _check_beside_text(expr.left, left, expr.right, right, expr.op, expr.pos)
         if expr.op in _ARITHMETIC:
             return _wider(left, right)
         if expr.op == "||":
@@ -234,6 +238,9 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         return "boolean" if expr.op == "NOT" else inner
     if isinstance(expr, ast.Predicate):
         types = [_expr_type(o, scope, resolve) for o in expr.operands if not isinstance(o, ast.Subquery)]
+        if expr.kind in ("in", "between") and not any(isinstance(o, ast.Subquery) for o in expr.operands):
+            for operand, kind in zip(expr.operands[1:], types[1:]):  # each compared with the first
+                _check_beside_text(expr.operands[0], types[0], operand, kind, "=", expr.pos)
         if expr.kind == "is" and base_type(types[0]) not in ("boolean", UNKNOWN) and not (
                 isinstance(expr.operands[0], ast.Literal) and expr.operands[0].type == "text"):
             truth = {True: "TRUE", False: "FALSE", None: "UNKNOWN"}[expr.operands[1].value]

@@ -254,22 +254,24 @@ def scale(node):
     return None if recorded is None else recorded.get(("scale", id(node)))
 
 
-def record_number(literal: ast.Literal, digits: str) -> None:
-    """Notes that a text literal beside a number is that number (its digits; inf as float's repr writes it), as
-    Postgres reads it, inside `typed()`."""
+def record_literal(literal: ast.Literal, value: str, number: bool) -> None:
+    """Notes that a text literal beside a number or a moment is of that type, as Postgres reads it: its value as the
+    store holds it (a number's digits, inf as float's repr writes it; a moment's text), inside `typed()`."""
     recorded = _operand_types.get()
     if recorded is not None:
-        recorded[("number", id(literal))] = digits
+        recorded[("literal", id(literal))] = (value, number)
 
 
-def _number(literal: ast.Literal) -> exp.Expression | None:
+def _typed_literal(literal: ast.Literal) -> exp.Expression | None:
     recorded = _operand_types.get()
-    digits = None if recorded is None else recorded.get(("number", id(literal)))
-    if digits is None:
+    value, number = (None, False) if recorded is None else recorded.get(("literal", id(literal)), (None, False))
+    if value is None:
         return None
-    if digits in ("inf", "-inf"):  # a double's infinity, which SQLite reads from a literal past its range
-        return exp.Literal.number(digits.replace("inf", "9e999"))
-    return exp.Literal.number(digits)
+    if not number:
+        return exp.Literal.string(value)
+    if value in ("inf", "-inf"):  # a double's infinity, which SQLite reads from a literal past its range
+        return exp.Literal.number(value.replace("inf", "9e999"))
+    return exp.Literal.number(value)
 
 
 def record_types(node, types) -> bool:
@@ -388,7 +390,7 @@ def expression(node) -> exp.Expression:
             return exp.Null()
         if node.type == "interval":
             return exp.Interval(this=exp.Literal.string(node.value))
-        return _number(node) or exp.Literal.string(node.value)
+        return _typed_literal(node) or exp.Literal.string(node.value)
     if isinstance(node, ast.ColumnRef):
         parts = [identifier(p) for p in node.parts]
         keys = ("this", "table", "db", "catalog")
