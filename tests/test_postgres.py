@@ -320,14 +320,17 @@ def test_a_select_names_its_columns_and_gives_its_truth_values_as_postgres_does(
 
 def test_a_text_literal_compared_with_a_moment_is_that_moment_as_postgres_reads_it(session, postgres):
     """`ts > '2024-01-01'` compares moments, not the store's text with the literal's (which put midnight after
-    '2024-01-01' and never equal to it), in WHERE, IN and BETWEEN, for every kind of moment."""
+    '2024-01-01' and never equal to it), in WHERE, IN and BETWEEN, for every kind of moment; so do two moments of
+    different kinds (`ts = p` never held: the store's texts of the two kinds differ)."""
     table = ("CREATE TABLE m (id int NOT NULL, ts timestamptz, p timestamp, d date, PRIMARY KEY (id)); "
              "INSERT INTO m VALUES (1, '2024-01-01', '2024-01-01', '2024-01-01'), "
              "(2, '2024-01-01 10:30:00.5+02', '2024-01-01 10:30', '2024-01-02'), (3, NULL, NULL, NULL)")
     query = ("SELECT id, ts > '2024-01-01', ts = '2024-01-01', ts = '2024-01-01 08:30:00.5', p = '2024-01-01 10:30', "
              "d = '2024-1-2', date_trunc('hour', ts) = '2024-01-01 08:00:00+00', ts IN ('2024-01-01', 'epoch'), "
-             "p BETWEEN '2024-01-01 00:00:01' AND '2024-01-01 11:00', d < '2024-01-02', id + 1 IN ('2', ' 3 ') "
-             "FROM m ORDER BY id")
+             "p BETWEEN '2024-01-01 00:00:01' AND '2024-01-01 11:00', d < '2024-01-02', id + 1 IN ('2', ' 3 '), "
+             # moments of two kinds, compared as the wider: a date as its midnight, a timestamp as UTC's
+             "ts = p, d = p, d = ts, ts = DATE '2024-01-01', p < d, ts IN (p, d), p BETWEEN d AND ts, "
+             "d + 1 = p + INTERVAL '1 day' FROM m ORDER BY id")
     session.execute(table)
     with postgres.admin() as admin:
         admin.execute("DROP TABLE IF EXISTS m")
@@ -335,7 +338,8 @@ def test_a_text_literal_compared_with_a_moment_is_that_moment_as_postgres_reads_
             admin.execute(statement)
         expected = admin.execute(query).fetchall()
     assert session.execute(query)[-1].rows == expected
-    assert expected[0][1:3] == (False, True)  # what SQLite's text had the other way round
+    assert expected[0][1:3] == (False, True) and expected[0][12:15] == (True, True, True)  # SQLite's text: the
+    # first two the other way round, the last three never
 
 
 def test_a_view_keeps_what_its_operands_types_decide_as_postgres_does(session, postgres):

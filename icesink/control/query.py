@@ -175,6 +175,16 @@ def _check_beside_text(a, a_type: str, b, b_type: str, op: str, pos: int) -> Non
 
 
 _SHOWN = ("date", "time", "timestamp", "timestamp with time zone")  # moments the store keeps as text in one form
+_WIDENING = ("date", "timestamp", "timestamp with time zone")
+
+
+def _widen_moments(a, a_type: str, b, b_type: str) -> None:
+    """Two moments of different kinds compared: the narrower read as the wider, as Postgres compares them (a date
+    as its midnight, a timestamp as UTC's); the store's texts of the two kinds do not compare so."""
+    kinds = base_type(a_type), base_type(b_type)
+    if kinds[0] in _WIDENING and kinds[1] in _WIDENING and kinds[0] != kinds[1]:
+        a_wider = _WIDENING.index(kinds[0]) > _WIDENING.index(kinds[1])
+        render.record_widening(b if a_wider else a, kinds[0] if a_wider else kinds[1])
 
 
 def _wider(a: str, b: str) -> str:
@@ -223,6 +233,8 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
                                 expr.pos)
         if expr.op in _ARITHMETIC or expr.op in _COMPARISONS:
             _check_beside_text(expr.left, left, expr.right, right, expr.op, expr.pos)
+        if expr.op in _COMPARISONS:
+            _widen_moments(expr.left, left, expr.right, right)
         if expr.op in _ARITHMETIC:
             return _wider(left, right)
         if expr.op == "||":
@@ -241,6 +253,7 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         if expr.kind in ("in", "between") and not any(isinstance(o, ast.Subquery) for o in expr.operands):
             for operand, kind in zip(expr.operands[1:], types[1:]):  # each compared with the first
                 _check_beside_text(expr.operands[0], types[0], operand, kind, "=", expr.pos)
+                _widen_moments(expr.operands[0], types[0], operand, kind)
         if expr.kind == "is" and base_type(types[0]) not in ("boolean", UNKNOWN) and not (
                 isinstance(expr.operands[0], ast.Literal) and expr.operands[0].type == "text"):
             truth = {True: "TRUE", False: "FALSE", None: "UNKNOWN"}[expr.operands[1].value]

@@ -380,7 +380,25 @@ def data_type(node: ast.DataType) -> exp.DataType:
 
 
 def expression(node) -> exp.Expression:
-    """An AST expression as sqlglot's tree."""
+    """An AST expression as sqlglot's tree; a moment compared with one of a wider kind, cast to it (noted by the
+    binder: SQLite holds each kind as text of its own form, which would compare wrongly across kinds)."""
+    converted = _expression(node)
+    recorded = _operand_types.get()
+    wider = None if recorded is None else recorded.get(("widen", id(node)))
+    if wider is None:
+        return converted
+    return exp.Cast(this=exp.paren(converted) if isinstance(converted, exp.Binary) else converted,
+                    to=exp.DataType.build(wider, dialect="postgres"))
+
+
+def record_widening(node, wider: str) -> None:
+    """Notes that a moment `node` is compared as the wider kind of moment `wider`, inside `typed()`."""
+    recorded = _operand_types.get()
+    if recorded is not None:
+        recorded[("widen", id(node))] = wider
+
+
+def _expression(node) -> exp.Expression:
     if isinstance(node, ast.Literal):
         if node.type == "numeric":
             return exp.Literal.number(node.value)
