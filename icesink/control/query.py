@@ -178,6 +178,31 @@ _SHOWN = ("date", "time", "timestamp", "timestamp with time zone")  # moments th
 _WIDENING = ("date", "timestamp", "timestamp with time zone")
 
 
+_UNIFYING = ("coalesce", "nullif", "greatest", "least")  # of their arguments' common type, as CASE's results
+
+
+def _common_type(values: list, types: list[str]) -> str:
+    """The type of values that must share one (CASE's results, coalesce's arguments), as Postgres resolves it: a
+    text literal takes the others' type (`coalesce(n, '0')` is an integer, 0), read by its input function."""
+    known = [t for v, t in zip(values, types) if t != UNKNOWN and not _text_literal(v)]
+    if not known:
+        return next((t for t in types if t != UNKNOWN), UNKNOWN)
+    common = known[0]
+    for kind in known[1:]:
+        common = _wider(common, kind) if base_type(common) in NUMERIC_ORDER else common
+    for value, kind in zip(values, types):
+        if _text_literal(value):
+            _check_beside_text(value, kind, _NO_COLUMN, common, "=", value.pos)
+    return common
+
+
+def _text_literal(node) -> bool:
+    return isinstance(node, ast.Literal) and node.type == "text"
+
+
+_NO_COLUMN = object()  # the other side of a literal read as a type, which no column's affinity converts
+
+
 def _widen_moments(a, a_type: str, b, b_type: str) -> None:
     """Two moments of different kinds compared: the narrower read as the wider, as Postgres compares them (a date
     as its midnight, a timestamp as UTC's); the store's texts of the two kinds do not compare so."""
@@ -263,8 +288,13 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             raise OperandError(f"op ANY/ALL (array) requires an array on its right, not type {types[1]}", expr.pos)
         return "boolean"
     if isinstance(expr, ast.Case):
-        types = [_expr_type(then, scope, resolve) for _, then in expr.whens]
-        return next((t for t in types if t != UNKNOWN), UNKNOWN)
+        operand = None if expr.operand is None else _expr_type(expr.operand, scope, resolve)
+        for when, _ in expr.whens:
+            kind = _expr_type(when, scope, resolve)
+            if operand is not None:  # CASE x WHEN v: x = v
+                _check_beside_text(expr.operand, operand, when, kind, "=", expr.pos)
+        results = [then for _, then in expr.whens] + ([] if expr.default is None else [expr.default])
+        return _common_type(results, [_expr_type(r, scope, resolve) for r in results])
     if isinstance(expr, ast.Subquery):
         bound = bind_query(expr.query, resolve, outer=scope)
         return bound.columns[0].type if bound.columns else UNKNOWN
@@ -305,6 +335,8 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
                 "double precision" if base in ("real", "double precision") else "numeric")
         if name in ("avg", *_SPREADS) and arg_types:
             return "double precision" if base_type(arg_types[0]) in ("real", "double precision") else "numeric"
+        if name in _UNIFYING and arg_types:
+            return _common_type(expr.args, arg_types)
         if name in _PASSTHROUGH and arg_types:
             return arg_types[-1] if name == "date_trunc" else arg_types[0]
         if name == "sign" and arg_types:  # of an integer too, a double precision, Postgres's preferred number type

@@ -38,8 +38,9 @@ def _figured(expr) -> tuple[str | None, int]:
         if expr.name.value == "[]":  # a subscript is named by what it subscripts
             return _figured(expr.args[0])
         return expr.shown or _CALL_NAMES.get(expr.name.value, expr.name.value), 2
-    if isinstance(expr, ast.Case):
-        return "case", 1
+    if isinstance(expr, ast.Case):  # named by its ELSE where that names strongly (`ELSE x`: x), as Postgres does
+        name, strength = _figured(expr.default) if expr.default is not None else (None, 0)
+        return (name, strength) if strength > 1 else ("case", 1)
     if isinstance(expr, ast.RowConstructor):
         return "row", 2
     if isinstance(expr, ast.Predicate) and expr.kind in _PREDICATES:
