@@ -291,6 +291,9 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
     # a text literal among values of one type (CASE's results, coalesce's, nullif's, greatest's) is of that type
     "SELECT id, coalesce(x, '0'), nullif(x, '3'), CASE WHEN x IS NULL THEN '-1' ELSE x END, greatest(x, '4'), "
     "least('4', x) + 1, CASE x WHEN '5' THEN 'five' END, CASE WHEN ok::text = 'true' THEN 'y' END FROM t ORDER BY id",
+    # a text literal compared with a truth value or a jsonb is one (SQLite compared 1 with 'true')
+    "SELECT id, ok = 'true', ok <> 'no', ok IN ('t', 'off'), coalesce(ok, 'f'), doc -> 'n' = '{\"m\": [1.5, \"y\"]}' "
+    "FROM t ORDER BY id",
     # TRIM's special forms, and the clock's functions without parentheses (by their names and types)
     "SELECT trim(both 'x' from 'xaxx'), trim(leading from '  a '), trim(trailing 'x' from 'xax'), "
     "trim('x' from 'xax'), trim(' b '), localtimestamp > TIMESTAMP '2020-01-01 00:00:00', "

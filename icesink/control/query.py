@@ -148,13 +148,14 @@ _COMPARISONS = ("=", "<>", "!=", "<", "<=", ">", ">=")
 
 
 def _check_beside_text(a, a_type: str, b, b_type: str, op: str, pos: int) -> None:
-    """Operands `a` and `b` of `op` where one is text and the other a number or, compared, a moment, as Postgres
-    reads them: a text literal is the other's type, read by its input function (`n = 'x'`: invalid input syntax
-    for type integer; `ts > '2024-01-01'` is past midnight, where SQLite compared the store's text with the
-    literal's); other text beside a number has no such operator (`n + name`)."""
+    """Operands `a` and `b` of `op` where one is text and the other a number or, compared, a moment, a truth value,
+    a uuid or a jsonb, as Postgres reads them: a text literal is the other's type, read by its input function
+    (`n = 'x'`: invalid input syntax for type integer; `ts > '2024-01-01'` is past midnight, where SQLite compared
+    the store's text with the literal's; `ok = 'true'` holds); other text beside a number has no such operator
+    (`n + name`)."""
     for side, kind, other, other_type in ((a, a_type, b, b_type), (b, b_type, a, a_type)):
         target = base_type(other_type)
-        if base_type(kind) != "text" or not (target in NUMERIC_ORDER or (op in _COMPARISONS and target in _SHOWN)):
+        if base_type(kind) != "text" or not (target in NUMERIC_ORDER or (op in _COMPARISONS and target in _STORED)):
             continue
         if not (isinstance(side, ast.Literal) and side.type == "text"):
             if target in NUMERIC_ORDER:
@@ -166,15 +167,17 @@ def _check_beside_text(a, a_type: str, b, b_type: str, op: str, pos: int) -> Non
             if str(exc).startswith("invalid input syntax"):  # not what an engine table cannot store ('NaN')
                 raise OperandError(str(exc), side.pos) from None
             continue
-        if target in _SHOWN:  # the store's text of the moment, which compares as the moments do
-            render.record_literal(side, value, number=False)
+        if target in _STORED:  # as the store holds the type's values: a moment's text compares as moments do
+            render.record_literal(side, value, "boolean" if target == "boolean" else "text")
         elif target != "numeric" or not isinstance(other, ast.ColumnRef):
             # SQLite compares a number with text as unequal (`n + 1 = '2'` was false); a numeric column keeps its
             # digits as text, which its collation compares exactly, where a double would lose some
-            render.record_literal(side, repr(value) if isinstance(value, float) else str(value), number=True)
+            render.record_literal(side, repr(value) if isinstance(value, float) else str(value), "number")
 
 
-_SHOWN = ("date", "time", "timestamp", "timestamp with time zone")  # moments the store keeps as text in one form
+# types whose values the store keeps in one form (a moment's text, a uuid's in lower case, a truth value as 1 or 0),
+# which a text literal compared with one is read into
+_STORED = ("date", "time", "timestamp", "timestamp with time zone", "boolean", "uuid", "jsonb")
 _WIDENING = ("date", "timestamp", "timestamp with time zone")
 
 

@@ -254,24 +254,25 @@ def scale(node):
     return None if recorded is None else recorded.get(("scale", id(node)))
 
 
-def record_literal(literal: ast.Literal, value: str, number: bool) -> None:
-    """Notes that a text literal beside a number or a moment is of that type, as Postgres reads it: its value as the
-    store holds it (a number's digits, inf as float's repr writes it; a moment's text), inside `typed()`."""
+def record_literal(literal: ast.Literal, value, kind: str) -> None:
+    """Notes that a text literal beside a number, a moment, a truth value, … is of that type, as Postgres reads it:
+    its value as the store holds it, written as a `kind` of literal ("number": its digits, inf as float's repr
+    writes it; "boolean"; "text"), inside `typed()`."""
     recorded = _operand_types.get()
     if recorded is not None:
-        recorded[("literal", id(literal))] = (value, number)
+        recorded[("literal", id(literal))] = (value, kind)
 
 
 def _typed_literal(literal: ast.Literal) -> exp.Expression | None:
     recorded = _operand_types.get()
-    value, number = (None, False) if recorded is None else recorded.get(("literal", id(literal)), (None, False))
-    if value is None:
-        return None
-    if not number:
+    value, kind = (None, None) if recorded is None else recorded.get(("literal", id(literal)), (None, None))
+    if kind == "boolean":
+        return exp.Boolean(this=bool(value))
+    if kind == "text":
         return exp.Literal.string(value)
-    if value in ("inf", "-inf"):  # a double's infinity, which SQLite reads from a literal past its range
-        return exp.Literal.number(value.replace("inf", "9e999"))
-    return exp.Literal.number(value)
+    if kind == "number":  # a double's infinity, which SQLite reads from a literal past its range
+        return exp.Literal.number(value.replace("inf", "9e999") if value in ("inf", "-inf") else value)
+    return None
 
 
 def record_types(node, types) -> bool:
