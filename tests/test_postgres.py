@@ -338,11 +338,7 @@ def test_a_text_literal_compared_with_a_moment_is_that_moment_as_postgres_reads_
              "ts = p, d = p, d = ts, ts = DATE '2024-01-01', p < d, ts IN (p, d), p BETWEEN d AND ts, "
              "d + 1 = p + INTERVAL '1 day' FROM m ORDER BY id")
     session.execute(table)
-    with postgres.admin() as admin:
-        admin.execute("DROP TABLE IF EXISTS m")
-        for statement in table.split("; "):
-            admin.execute(statement)
-        expected = admin.execute(query).fetchall()
+    expected = _postgres_rows(postgres, table, "m", query)
     assert session.execute(query)[-1].rows == expected
     assert expected[0][1:3] == (False, True) and expected[0][12:15] == (True, True, True)  # SQLite's text: the
     # first two the other way round, the last three never
@@ -354,11 +350,7 @@ def test_a_view_keeps_what_its_operands_types_decide_as_postgres_does(session, p
     query = ("SELECT id, ok::text AS t, 'x' || (x > 3) AS s, round(x::float8 / 2) AS r, (x::float8 / 2)::int AS i "
              "FROM t")
     session.execute(NAMING_TABLE + f"; CREATE MATERIALIZED VIEW typed_v AS {query}")
-    with postgres.admin() as admin:
-        admin.execute("DROP TABLE IF EXISTS t")
-        for statement in NAMING_TABLE.split("; "):
-            admin.execute(statement)
-        expected = admin.execute(query + " ORDER BY id").fetchall()
+    expected = _postgres_rows(postgres, NAMING_TABLE, "t", query + " ORDER BY id")
     assert session.execute("SELECT * FROM typed_v ORDER BY id")[-1].rows == expected
     assert expected[0][1:3] == ("true", "xfalse")  # what SQLite alone would have written as '1' and 'x0'
 
@@ -370,13 +362,9 @@ def test_a_numeric_shows_the_digits_of_its_scale_as_postgres_does(session, postg
              "round(155.5, -1), trunc(-1.5), 'n' || x * 1.50, floor(x * 1.5)::text, (x * 0.10)::text, "
              "abs(-x::numeric(5,1)), sign(x) / 3 FROM t ORDER BY id")
     session.execute(NAMING_TABLE)
-    with postgres.admin() as admin:
-        admin.execute("DROP TABLE IF EXISTS t")
-        for statement in NAMING_TABLE.split("; "):
-            admin.execute(statement)
-        # a numeric as its text, one of scale 0 as an integer (sum(bigint) stays a number)
-        expected = [tuple((int(v) if v.as_tuple().exponent == 0 else str(v)) if isinstance(v, Decimal) else v
-                          for v in row) for row in admin.execute(query).fetchall()]
+    # a numeric as its text, one of scale 0 as an integer (sum(bigint) stays a number)
+    expected = [tuple((int(v) if v.as_tuple().exponent == 0 else str(v)) if isinstance(v, Decimal) else v
+                      for v in row) for row in _postgres_rows(postgres, NAMING_TABLE, "t", query)]
     assert session.execute(query)[-1].rows == expected
     assert expected[0][1:3] == ("4.50", "4.00")  # what SQLite alone would have shown as 4.5 and 4.0
 
@@ -425,6 +413,15 @@ def test_a_number_beside_text_and_is_true_of_a_number_are_refused_as_postgres_re
     error = error_of(session, sql)
     assert error.message.removesuffix(" of type") == expected.split(" (")[0].removesuffix(" of type")
     assert error.position.column == int(refused.value.diag.statement_position)
+
+
+def _postgres_rows(postgres, tables: str, names: str, query: str) -> list[tuple]:
+    """Postgres's answer to `query` over the tables the statements `tables` make (`names` dropped first)."""
+    with postgres.admin() as admin:
+        admin.execute(f"DROP TABLE IF EXISTS {names}")
+        for statement in tables.split("; "):
+            admin.execute(statement)
+        return admin.execute(query).fetchall()
 
 
 def _typed(value):
