@@ -344,6 +344,23 @@ def test_a_text_literal_compared_with_a_moment_is_that_moment_as_postgres_reads_
     # first two the other way round, the last three never
 
 
+def test_a_numeric_computed_from_a_column_compares_as_a_number_as_postgres_compares_it(session, postgres):
+    """max(n), coalesce(n, 0), nullif(n, 0), a CASE over n: the store's text of a numeric, which no column's
+    collation compares once computed, is compared as a number (SQLite put any text above any number: HAVING
+    max(n) > 50 held for every group, and 1 / nullif(n, 0) divided by zero)."""
+    table = ("CREATE TABLE p (g int NOT NULL, n numeric(10,2), m numeric(10,2)); INSERT INTO p VALUES "
+             "(1, 9.00, 1), (1, 10.00, 2), (2, 100.00, 3), (2, 2.50, 4), (3, 0.00, 0), (4, NULL, NULL)")
+    queries = ["SELECT g, max(n) > 50, 2 > min(n), max(n) BETWEEN 5 AND 20, max(n) > max(m) FROM p GROUP BY g "
+               "ORDER BY g",
+               "SELECT g, nullif(n, 0), 1 / nullif(n, 0) > 0.2, coalesce(n, 0) > 5, least(n, m), 10 IN (n), "
+               "greatest(n, 2) = 2, CASE WHEN g = 1 THEN n END >= 10 FROM p ORDER BY g, n"]
+    session.execute(table)
+    for query in queries:
+        expected = [tuple(str(v) if isinstance(v, Decimal) else v for v in row)
+                    for row in _postgres_rows(postgres, table, "p", query)]
+        assert session.execute(query)[-1].rows == expected, query
+
+
 def test_a_view_keeps_what_its_operands_types_decide_as_postgres_does(session, postgres):
     """A materialized view's stored query is written with its operands' types, so a truth value's text and a
     double's rounding are Postgres's in the view too, not SQLite's 1 and half away from zero."""

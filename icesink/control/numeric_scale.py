@@ -48,6 +48,9 @@ def numeric_scale(expr, kind: str, scale_of: Callable[[object], Optional[int]]) 
                 return int(digits.value)
             negative = isinstance(digits, ast.UnaryOp) and digits.op == "-" and isinstance(digits.operand, ast.Literal)
             return 0 if negative else None  # digits before the point: a whole number
-        if name in _SAME_SCALE and len(args) == 1:
+        if name in _SAME_SCALE and len(args) == 1 or name == "nullif" and len(args) == 2:
             return scale_of(args[0])
+        if name in ("greatest", "least", "coalesce") and args:  # one of its arguments: their scale, if they share it
+            scales = {scale_of(a) for a in args}
+            return scales.pop() if len(scales) == 1 else None
     return None

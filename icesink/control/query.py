@@ -206,6 +206,21 @@ def _text_literal(node) -> bool:
 _NO_COLUMN = object()  # the other side of a literal read as a type, which no column's affinity converts
 
 
+def _compare_as_numbers(a, a_type: str, b, b_type: str, in_list: bool = False) -> None:
+    """A numeric compared as a number where SQLite would compare it as text: the store holds a numeric as its exact
+    text, which a column's collation compares as a number, but a value computed from one (max(n), coalesce(n, 0),
+    a CASE) has no collation, and SQLite orders any text above any number (`HAVING max(n) > 50` always held); an
+    IN list takes the left side's affinity alone (`10 IN (n)` never held). Such a value is read as a double."""
+    for side, kind, other, other_kind in ((a, a_type, b, b_type), (b, b_type, a, a_type)):
+        if base_type(kind) != "numeric" or isinstance(side, ast.Literal):
+            continue
+        column_beside = isinstance(other, ast.ColumnRef) and base_type(other_kind) == "numeric"
+        if isinstance(side, ast.ColumnRef) and not (in_list and side is b and not column_beside):
+            continue
+        if not column_beside:  # a numeric column beside it compares the two exactly, by its collation
+            render.record_widening(side, "double precision")
+
+
 def _widen_moments(a, a_type: str, b, b_type: str) -> None:
     """Two moments of different kinds compared: the narrower read as the wider, as Postgres compares them (a date
     as its midnight, a timestamp as UTC's); the store's texts of the two kinds do not compare so."""
@@ -263,6 +278,7 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             _check_beside_text(expr.left, left, expr.right, right, expr.op, expr.pos)
         if expr.op in _COMPARISONS:
             _widen_moments(expr.left, left, expr.right, right)
+            _compare_as_numbers(expr.left, left, expr.right, right)
         if expr.op in _ARITHMETIC:
             return _wider(left, right)
         if expr.op == "||":
@@ -282,6 +298,7 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             for operand, kind in zip(expr.operands[1:], types[1:]):  # each compared with the first
                 _check_beside_text(expr.operands[0], types[0], operand, kind, "=", expr.pos)
                 _widen_moments(expr.operands[0], types[0], operand, kind)
+                _compare_as_numbers(expr.operands[0], types[0], operand, kind, in_list=expr.kind == "in")
         if expr.kind == "is" and base_type(types[0]) not in ("boolean", UNKNOWN) and not (
                 isinstance(expr.operands[0], ast.Literal) and expr.operands[0].type == "text"):
             truth = {True: "TRUE", False: "FALSE", None: "UNKNOWN"}[expr.operands[1].value]
@@ -339,7 +356,12 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         if name in ("avg", *_SPREADS) and arg_types:
             return "double precision" if base_type(arg_types[0]) in ("real", "double precision") else "numeric"
         if name in _UNIFYING and arg_types:
-            return _common_type(expr.args, arg_types)
+            common = _common_type(expr.args, arg_types)
+            if name != "coalesce" and base_type(common) == "numeric":  # they compare their arguments
+                for arg in expr.args:
+                    if not isinstance(arg, ast.Literal):
+                        render.record_widening(arg, "double precision")
+            return common
         if name in _PASSTHROUGH and arg_types:
             return arg_types[-1] if name == "date_trunc" else arg_types[0]
         if name == "sign" and arg_types:  # of an integer too, a double precision, Postgres's preferred number type
