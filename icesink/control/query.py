@@ -157,7 +157,7 @@ def _check_beside_text(a, a_type: str, b, b_type: str, op: str, pos: int) -> Non
         target = base_type(other_type)
         if base_type(kind) != "text" or not (target in NUMERIC_ORDER or (op in _COMPARISONS and target in _STORED)):
             continue
-        if not (isinstance(side, ast.Literal) and side.type == "text"):
+        if not _text_literal(side):
             if target in NUMERIC_ORDER:
                 raise OperandError(f"operator does not exist: {base_type(a_type)} {op} {base_type(b_type)}", pos)
             continue
@@ -221,6 +221,13 @@ def _compare_as_numbers(a, a_type: str, b, b_type: str, in_list: bool = False) -
             render.record_widening(side, "double precision")
 
 
+def _compared(a, a_type: str, b, b_type: str, op: str, pos: int, in_list: bool = False) -> None:
+    """Two operands compared (a comparison, IN, BETWEEN, CASE x WHEN v), each read as Postgres compares them."""
+    _check_beside_text(a, a_type, b, b_type, op, pos)
+    _widen_moments(a, a_type, b, b_type)
+    _compare_as_numbers(a, a_type, b, b_type, in_list)
+
+
 def _widen_moments(a, a_type: str, b, b_type: str) -> None:
     """Two moments of different kinds compared: the narrower read as the wider, as Postgres compares them (a date
     as its midnight, a timestamp as UTC's); the store's texts of the two kinds do not compare so."""
@@ -274,11 +281,10 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             if base_type(other) in NUMERIC_ORDER or (expr.op == "+" and base_type(other) in _MOMENTS):
                 raise PlanError(f"operator does not exist: {base_type(left)} {expr.op} {base_type(right)}",
                                 expr.pos)
-        if expr.op in _ARITHMETIC or expr.op in _COMPARISONS:
-            _check_beside_text(expr.left, left, expr.right, right, expr.op, expr.pos)
         if expr.op in _COMPARISONS:
-            _widen_moments(expr.left, left, expr.right, right)
-            _compare_as_numbers(expr.left, left, expr.right, right)
+            _compared(expr.left, left, expr.right, right, expr.op, expr.pos)
+        elif expr.op in _ARITHMETIC:
+            _check_beside_text(expr.left, left, expr.right, right, expr.op, expr.pos)
         if expr.op in _ARITHMETIC:
             return _wider(left, right)
         if expr.op == "||":
@@ -296,11 +302,9 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         types = [_expr_type(o, scope, resolve) for o in expr.operands if not isinstance(o, ast.Subquery)]
         if expr.kind in ("in", "between") and not any(isinstance(o, ast.Subquery) for o in expr.operands):
             for operand, kind in zip(expr.operands[1:], types[1:]):  # each compared with the first
-                _check_beside_text(expr.operands[0], types[0], operand, kind, "=", expr.pos)
-                _widen_moments(expr.operands[0], types[0], operand, kind)
-                _compare_as_numbers(expr.operands[0], types[0], operand, kind, in_list=expr.kind == "in")
-        if expr.kind == "is" and base_type(types[0]) not in ("boolean", UNKNOWN) and not (
-                isinstance(expr.operands[0], ast.Literal) and expr.operands[0].type == "text"):
+                _compared(expr.operands[0], types[0], operand, kind, "=", expr.pos, in_list=expr.kind == "in")
+        if expr.kind == "is" and base_type(types[0]) not in ("boolean", UNKNOWN) and not _text_literal(
+                expr.operands[0]):
             truth = {True: "TRUE", False: "FALSE", None: "UNKNOWN"}[expr.operands[1].value]
             raise OperandError(f"argument of IS {truth} must be type boolean, not type {types[0]}",
                                getattr(expr.operands[0], "pos", 0) or expr.pos)  # at the argument, as Postgres
@@ -312,7 +316,7 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         for when, _ in expr.whens:
             kind = _expr_type(when, scope, resolve)
             if operand is not None:  # CASE x WHEN v: x = v
-                _check_beside_text(expr.operand, operand, when, kind, "=", expr.pos)
+                _compared(expr.operand, operand, when, kind, "=", expr.pos)
         results = [then for _, then in expr.whens] + ([] if expr.default is None else [expr.default])
         return _common_type(results, [_expr_type(r, scope, resolve) for r in results])
     if isinstance(expr, ast.Subquery):
