@@ -379,9 +379,7 @@ def test_a_numeric_shows_the_digits_of_its_scale_as_postgres_does(session, postg
              "round(155.5, -1), trunc(-1.5), 'n' || x * 1.50, floor(x * 1.5)::text, (x * 0.10)::text, "
              "abs(-x::numeric(5,1)), sign(x) / 3 FROM t ORDER BY id")
     session.execute(NAMING_TABLE)
-    # a numeric as its text, one of scale 0 as an integer (sum(bigint) stays a number)
-    expected = [tuple((int(v) if v.as_tuple().exponent == 0 else str(v)) if isinstance(v, Decimal) else v
-                      for v in row) for row in _postgres_rows(postgres, NAMING_TABLE, "t", query)]
+    expected = _as_shown(_postgres_rows(postgres, NAMING_TABLE, "t", query))
     assert session.execute(query)[-1].rows == expected
     assert expected[0][1:3] == ("4.50", "4.00")  # what SQLite alone would have shown as 4.5 and 4.0
 
@@ -444,3 +442,41 @@ def _postgres_rows(postgres, tables: str, names: str, query: str) -> list[tuple]
 def _typed(value):
     """A value with its Python type, an array's elements each with theirs (True is not 1 here)."""
     return [_typed(v) for v in value] if isinstance(value, list) else (type(value).__name__, value)
+
+
+def _as_shown(rows: list[tuple]) -> list[tuple]:
+    """Postgres's rows as icesink's Python API gives them: a numeric as its text, one of scale 0 computed as an
+    integer (sum(bigint) stays a number)."""
+    return [tuple((int(v) if v.as_tuple().exponent == 0 else str(v)) if isinstance(v, Decimal) else v for v in row)
+            for row in rows]
+
+
+FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok boolean, PRIMARY KEY (g)); "
+               "INSERT INTO fruit VALUES (1, 'Apple', 2.50, true), (2, 'apple', 10.00, false), "
+               "(3, 'Äpfel', 100.25, NULL), (4, 'straße', 9.99, true)")
+
+
+@pytest.mark.parametrize("query", [
+    # LIKE tells capitals apart; ILIKE, upper and lower change every letter, one character for one (not ß to SS)
+    "SELECT g, s LIKE 'a%', s ILIKE 'a%', s ILIKE 'ä%', upper(s), lower(s), 'ÄB' ILIKE 'äb' FROM fruit ORDER BY g",
+    # a predicate compared keeps its parentheses (SQLite bound `ok = s IS NULL` as `(ok = s) IS NULL`)
+    "SELECT g, ok = (s IS NULL), ok = (s IS DISTINCT FROM 'Apple'), (s LIKE 'a%') = ok, (g IN (1, 2)) <> ok "
+    "FROM fruit ORDER BY g",
+    # a numeric computed from a column orders as a number, by its expression, the output's name or its position
+    "SELECT g, max(n) AS m FROM fruit GROUP BY g ORDER BY m, g",
+    "SELECT g, max(n) FROM fruit GROUP BY g ORDER BY 2 DESC",
+    "SELECT g, nullif(n, 9.99) FROM fruit ORDER BY nullif(n, 9.99) DESC",
+    "SELECT g, sum(n) OVER (ORDER BY g) AS running FROM fruit ORDER BY running DESC",
+    # casts to numeric round half away from zero by the value's digits; floor of an integer is a double
+    "SELECT g, n::numeric(10), (-n)::numeric(4), (n + 0.005)::numeric(10,2), n::numeric(10,1)::text, trunc(g) / 2, "
+    "floor(g) / 2, round(g, 1), trunc(n, 30), round(n, 1001) = n FROM fruit ORDER BY g",
+    # replace of a NULL is NULL; concat writes each value as its type's output does (a boolean's t and f)
+    "SELECT g, replace(s, '', NULL), replace(s, 'p', ''), concat(s, ok, n, NULL), concat_ws('-', ok, n * 2) "
+    "FROM fruit ORDER BY g",
+])
+def test_text_order_and_numbers_answer_as_postgres_answers(session, postgres, query):
+    """Each was answered otherwise by SQLite's own semantics: a LIKE that ignored capitals, upper() of ASCII letters
+    alone, a predicate's parentheses dropped, max(n) ordered as text (10.00 before 2.50), n::numeric(10) truncated
+    (2 for 2.50), floor(7) / 2 as 3, round(n, 1001) a traceback, replace(s, '', NULL) as s, concat's 1 for true."""
+    session.execute(FRUIT_TABLE)
+    assert session.execute(query)[-1].rows == _as_shown(_postgres_rows(postgres, FRUIT_TABLE, "fruit", query))

@@ -43,6 +43,35 @@ def md5(text):
     return None if text is None else hashlib.md5(_text(text).encode()).hexdigest()
 
 
+def upper(text):
+    """Each letter upper case, one character for one, as Postgres's upper (SQLite's changes ASCII letters alone;
+    Python's writes ß as SS)."""
+    return _case(text, str.upper)
+
+
+def lower(text):
+    return _case(text, str.lower)
+
+
+def _case(text, change):
+    if text is None:
+        return None
+    text = _text(text)
+    changed = change(text)
+    if len(changed) == len(text):  # no character became two
+        return changed
+    return "".join(c if len(change(c)) != 1 else change(c) for c in text)
+
+
+def replace(text, old, new):
+    """Each `old` in `text` replaced by `new`; NULL where any is NULL, as Postgres's (SQLite's keeps `text` when
+    `old` is empty, even beside a NULL)."""
+    if text is None or old is None or new is None:
+        return None
+    text = _text(text)
+    return text.replace(_text(old), _text(new)) if old != "" else text
+
+
 def concat(*values):
     return "".join(_text(v) for v in values if v is not None)
 
@@ -516,11 +545,14 @@ def numeric_text(value, scale: int):
         number = Decimal(repr(value) if isinstance(value, float) else str(value))
     except ArithmeticError:
         return value
-    shown = number.quantize(Decimal(1).scaleb(-int(scale)), ROUND_HALF_UP, _WIDE)
+    shown = number.quantize(Decimal(1).scaleb(-int(scale)), ROUND_HALF_UP, _digits_for(number, int(scale)))
     return str(shown.copy_abs() if shown.is_zero() else shown)  # a numeric has no -0 (a double's ceil(-0.25) has)
 
 
-_WIDE = Context(prec=1000)  # a quantized numeric keeps every digit (the default context keeps 28)
+def _digits_for(number: Decimal, scale: int) -> Context:
+    """A context that keeps every digit of `number` quantized to `scale` (the default one keeps 28; Postgres's
+    scale goes to 16,383)."""
+    return Context(prec=max(28, number.adjusted() + scale + 2))
 
 
 def trunc(value, digits):
@@ -535,12 +567,21 @@ def round_digits(value, digits):
 
 
 def _to_digits(value, digits, rounding: str):
+    """`value` cut or rounded to `digits`: a whole number as an integer, where it fits SQLite's, else a double
+    (digits past a double's 17 change nothing)."""
     if value is None or digits is None:
         return None
-    number = Decimal(repr(value) if isinstance(value, float) else str(value))
+    try:
+        number = Decimal(repr(value) if isinstance(value, float) else str(value).strip())
+    except ArithmeticError:
+        raise ValueError(f'invalid input syntax for type numeric: "{value}"') from None
     if not number.is_finite():
         return value
-    return float(number.quantize(Decimal(1).scaleb(-int(digits)), rounding, _WIDE)) + 0.0  # not -0.0
+    digits = max(-400, min(400, int(digits)))
+    cut = number.quantize(Decimal(1).scaleb(-digits), rounding, _digits_for(number, digits))
+    if digits <= 0 and abs(cut) < 2 ** 63:
+        return int(cut)
+    return float(cut) + 0.0  # not -0.0
 
 
 def _double_text(number: float) -> str:
@@ -722,7 +763,8 @@ AGGREGATES = {"stddev": _spread(False, True), "stddev_samp": _spread(False, True
 
 # name in SQLite: (number of arguments, -1 for any; the function)
 FUNCTIONS = {
-    "repeat": (2, repeat), "icesink_left": (2, left), "icesink_right": (2, right), "md5": (1, md5),
+    "repeat": (2, repeat), "icesink_left": (2, left), "icesink_right": (2, right), "md5": (1, md5), "upper": (1, upper), "replace": (3, replace),
+    "lower": (1, lower),
     "icesink_concat": (-1, concat), "lpad": (-1, lpad), "rpad": (-1, rpad), "split_part": (3, split_part),
     "icesink_date_trunc": (2, date_trunc), "icesink_row": (-1, row), "icesink_plus_interval": (3, plus_interval),
     "date_part": (2, date_part), "concat_ws": (-1, concat_ws), "initcap": (1, initcap),

@@ -165,6 +165,7 @@ def add_functions(db: sqlite3.Connection) -> None:
         db.create_aggregate(name, 1, aggregate)
     db.create_aggregate("icesink_ordered_agg", -1, OrderedAggregate)
     db.create_collation(INTERVAL_COLLATION, compare_intervals)
+    db.execute("PRAGMA case_sensitive_like = ON")  # Postgres's LIKE; ILIKE is rendered as lower() LIKE lower()
 
 
 def connect_wal(path: Path) -> sqlite3.Connection:

@@ -12,8 +12,11 @@ from .types import base_type
 
 _INTEGERS = ("smallint", "integer", "bigint")
 _DECLARED = re.compile(r"numeric\(\s*\d+\s*,\s*(\d+)\s*\)")
+_PRECISION_ONLY = re.compile(r"numeric\(\s*\d+\s*\)")
 # a call whose value has its argument's scale, or none (0)
 _SAME_SCALE = ("abs", "sum", "min", "max")
+# a window function whose value is one of its first argument's
+_ONE_OF = ("first_value", "last_value", "nth_value", "lag", "lead")
 _WHOLE = ("ceil", "ceiling", "floor", "sign")
 
 
@@ -27,6 +30,8 @@ def numeric_scale(expr, kind: str, scale_of: Callable[[object], Optional[int]]) 
         declared = _DECLARED.fullmatch(kind)
         if declared:
             return int(declared.group(1))
+        if _PRECISION_ONLY.fullmatch(kind):  # numeric(p) is numeric(p, 0)
+            return 0
         return None if isinstance(expr, ast.ColumnRef) else scale_of(expr.expr)
     if isinstance(expr, ast.Literal):
         text = str(expr.value)
@@ -38,8 +43,11 @@ def numeric_scale(expr, kind: str, scale_of: Callable[[object], Optional[int]]) 
         if left is None or right is None:
             return None
         return left + right if expr.op == "*" else max(left, right)
-    if isinstance(expr, ast.FunctionCall) and expr.over is None and not expr.star:
+    if isinstance(expr, ast.FunctionCall) and not expr.star:
         name, args = expr.name.value, expr.args
+        if expr.over is not None:  # sum(n) OVER (…) keeps n's scale as sum(n) does
+            same = name in _SAME_SCALE or name in _ONE_OF and (len(args) < 3 or name == "nth_value")
+            return scale_of(args[0]) if same and args else None
         if name in ("round", "trunc") and len(args) == 1 or name in _WHOLE:
             return 0
         if name in ("round", "trunc") and len(args) == 2:

@@ -11,7 +11,7 @@ from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
 from ..grammar.output_names import output_name
 from .numeric_scale import numeric_scale
-from .types import NUMERIC_ORDER, UNKNOWN, Column, base_type, normalize
+from .types import INTEGERS, NUMERIC_ORDER, UNKNOWN, Column, base_type, normalize
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,7 @@ _TEXT_FUNCTIONS = {"lower", "upper", "concat", "substr", "substring", "trim", "b
                    "jsonb_typeof"}
 _PASSTHROUGH = {"min", "max", "abs", "coalesce", "nullif", "greatest", "least", "round", "floor", "ceil", "ceiling",
                 "trunc", "date_trunc", "first_value", "last_value", "any_value", "gcd", "lcm"}
+_ROUNDING = ("round", "floor", "ceil", "ceiling", "trunc")
 _SPREADS = {"stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop"}
 
 
@@ -328,7 +329,8 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         if expr.over is not None:
             for part in (*expr.over.partition_by, *(o.expr for o in expr.over.order_by)):
                 _expr_type(part, scope, resolve)
-        if name in ("round", "array"):  # a double's rounding; an array's truth values, JSON's true and false
+        if name in ("round", "array", "concat", "concat_ws"):  # a double's rounding; an array's truth values,
+            # JSON's true and false; the text of what concat joins
             render.record_types(expr, tuple(base_type(t) for t in arg_types))
         if name == "to_char" and arg_types and base_type(arg_types[0]) in NUMERIC_ORDER:
             raise NotSupportedYet("to_char of a number is not supported yet: to_char takes a timestamp or a date here",
@@ -366,6 +368,11 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
                     if not isinstance(arg, ast.Literal):
                         render.record_widening(arg, "double precision")
             return common
+        if name in _ROUNDING and arg_types and base_type(arg_types[0]) in INTEGERS:
+            if len(arg_types) == 1:  # Postgres's floor of an integer is its floor of a double: floor(7) / 2 is 3.5
+                render.record_widening(expr.args[0], "double precision")
+                return "double precision"
+            return "numeric"  # round(7, 2) is numeric's round: 7.00
         if name in _PASSTHROUGH and arg_types:
             return arg_types[-1] if name == "date_trunc" else arg_types[0]
         if name == "sign" and arg_types:  # of an integer too, a double precision, Postgres's preferred number type
@@ -521,10 +528,40 @@ def bind_query(query: ast.Query, resolve: Resolver, outer: _Scope | None = None)
         core = query.cores[0]
         scope, _, origins = bound_cores[0]
         keys = _unique_keys(core, scope, columns, origins)
+        _order_numbers_as_numbers(query.order_by, scope, columns, origins, resolve)
     elif all(op in ("UNION", "UNION DISTINCT") for op in query.set_operators):
         keys = [frozenset(c.name for c in columns)]
     return BoundQuery(tuple(columns), tuple(keys), tuple(relations))
 
+
+
+def _order_numbers_as_numbers(order_by, scope: _Scope, columns, origins, resolve: Resolver) -> None:
+    """ORDER BY a numeric computed from a column (max(n), coalesce(n, 0); by the output's name or position too) orders
+    as a number: SQLite holds a numeric as its text, which only a stored column's collation orders as a number
+    (10.00 came before 2.50)."""
+    names = [c.name for c in columns]
+    for item in order_by:
+        expr = item.expr
+        if isinstance(expr, ast.Literal) and expr.type == "numeric" and str(expr.value).isdigit():
+            index = int(expr.value) - 1
+            output = index if 0 <= index < len(names) else None
+        elif isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names:
+            output = names.index(expr.column)  # an output's name comes before an input column's, as in Postgres
+        else:
+            output = None
+        if output is not None:
+            kind, origin = columns[output].type, origins[output]
+        else:
+            try:
+                kind, origin = _expr_type(expr, scope, resolve), expr
+            except PlanError:  # refused where the query is run, as before
+                continue
+        if base_type(kind) != "numeric" or isinstance(origin, (ast.ColumnRef, ast.Literal)):
+            continue
+        if origin is expr:
+            render.record_widening(expr, "double precision")
+        else:
+            render.record_ordered_as_number(expr, origin)
 
 
 def expand_distinct_on_stars(query: ast.Query, resolve: Resolver) -> ast.Query:

@@ -191,7 +191,8 @@ _INTEGER_TYPES = {exp.DataType.Type.SMALLINT: "smallint", exp.DataType.Type.INT:
 def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
     """A cast as Postgres computes it, its value converted here (a replaced node's arguments are not visited
     again): by the type's input function, `numeric(p, s)` as a number rounded to its scale (SQLite's CAST keeps
-    every digit), `boolean` from text as Postgres reads it and from a number as whether it is not 0 (SQLite's
+    every digit; half away from zero, by its decimal digits, as Postgres rounds: SQLite's round of
+    the double 2.675 gives 2.67), `boolean` from text as Postgres reads it and from a number as whether it is not 0 (SQLite's
     would read 'true' as 0, and keep 2 as 2); any other by SQLite's own."""
     value, to = node.this.transform(replace), node.to
     if to.is_type(exp.DataType.Type.ARRAY):  # `'{1,2}'::int[]`, `ARRAY[]::text[]`: by the array type's input function
@@ -211,9 +212,9 @@ def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
             return exp.Cast(this=value, to=to)
         # a moment's text as Postgres prints it, not as the store holds it
         return exp.Anonymous(this="icesink_text", expressions=[exp.Cast(this=value, to=to)])
-    if to.is_type(exp.DataType.Type.DECIMAL) and len(to.expressions) == 2:
-        return exp.Anonymous(this="round", expressions=[exp.Cast(this=value, to=exp.DataType.build("double")),
-                                                        exp.Literal.number(to.expressions[1].name)])
+    if to.is_type(exp.DataType.Type.DECIMAL) and to.expressions:  # numeric(p) is numeric(p, 0)
+        scale = to.expressions[1].name if len(to.expressions) == 2 else "0"
+        return exp.Anonymous(this="icesink_round", expressions=[value, exp.Literal.number(scale)])
     if to.is_type(exp.DataType.Type.BOOLEAN) and _repeatable(value):
         text = exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string("boolean"), exp.Null(), value.copy()])
         return exp.Case(ifs=[exp.If(this=typeof_is(value, "text"), true=text)],

@@ -29,7 +29,7 @@ _BINARY = {
     "||": (6, exp.DPipe), "+": (7, exp.Add), "-": (7, exp.Sub), "*": (8, exp.Mul), "/": (8, exp.Div),
     "%": (8, exp.Mod),
 }
-_NOT, _PREDICATE, _JSON, _UNARY, _ATOM = 3, 5, 6, 9, 11
+_NOT, _COMPARISON, _PREDICATE, _JSON, _UNARY, _ATOM = 3, 4, 5, 6, 9, 11
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
 
 
@@ -138,6 +138,9 @@ def _operand(node, parent: int, right: bool = False) -> exp.Expression:
     left-associative operator)."""
     converted = expression(node)
     child = _precedence(node)
+    if isinstance(node, ast.Predicate) and node.kind != "exists" and parent >= _COMPARISON:
+        return exp.Paren(this=converted)  # `ok = (s IS NULL)`: each dialect binds IS, LIKE, IN and BETWEEN beside
+        # a comparison its own way (Postgres IS more loosely, SQLite all of them as tightly, left to right)
     return exp.Paren(this=converted) if child < parent or (right and child == parent) else converted
 
 
@@ -152,6 +155,9 @@ def _function(call: ast.FunctionCall) -> exp.Expression:
     if name == "round" and len(call.args) == 1 and (_typed(call) or ("",))[0] in _DOUBLES:
         return exp.Anonymous(this="rint", expressions=[expression(call.args[0])])  # Postgres's round of a double
     args = [exp.Star()] if call.star else [expression(a) for a in call.args]
+    if name in ("concat", "concat_ws") and _typed(call):  # each value's text as its type's output writes it
+        args = [_truth_text(arg, ("t", "f")) if kind == "boolean" else _shown_text(arg, kind, node)
+                for arg, kind, node in zip(args, _typed(call), call.args)]
     if call.distinct and call.order_by:  # `string_agg(DISTINCT x, ',' ORDER BY x)`: DISTINCT is the value's
         args = [exp.Distinct(expressions=args[:1]), *args[1:]]
     elif call.distinct:
@@ -288,10 +294,11 @@ def _typed(node):
     return None if recorded is None else recorded.get(id(node))
 
 
-def _truth_text(value: exp.Expression) -> exp.Expression:
-    """A truth value as Postgres writes it as text, 'true' or 'false' (SQLite holds it as 1 or 0)."""
-    return exp.Case(ifs=[exp.If(this=value, true=exp.Literal.string("true")),
-                         exp.If(this=exp.Not(this=value.copy()), true=exp.Literal.string("false"))])
+def _truth_text(value: exp.Expression, words: tuple[str, str] = ("true", "false")) -> exp.Expression:
+    """A truth value as Postgres writes it as text, 'true' or 'false' (SQLite holds it as 1 or 0); as its output
+    function writes it (concat's), 't' or 'f'."""
+    return exp.Case(ifs=[exp.If(this=value, true=exp.Literal.string(words[0])),
+                         exp.If(this=exp.Not(this=value.copy()), true=exp.Literal.string(words[1]))])
 
 
 def _shown_text(value: exp.Expression, kind: str, operand) -> exp.Expression:
@@ -383,8 +390,11 @@ def data_type(node: ast.DataType) -> exp.DataType:
 def expression(node) -> exp.Expression:
     """An AST expression as sqlglot's tree; a moment compared with one of a wider kind, cast to it (noted by the
     binder: SQLite holds each kind as text of its own form, which would compare wrongly across kinds)."""
-    converted = _expression(node)
     recorded = _operand_types.get()
+    origin = None if recorded is None else recorded.get(("as number", id(node)))
+    if origin is not None:
+        return exp.Cast(this=expression(origin), to=exp.DataType.build("double precision", dialect="postgres"))
+    converted = _expression(node)
     wider = None if recorded is None else recorded.get(("widen", id(node)))
     if wider is None:
         return converted
@@ -397,6 +407,14 @@ def record_widening(node, wider: str) -> None:
     recorded = _operand_types.get()
     if recorded is not None:
         recorded[("widen", id(node))] = wider
+
+
+def record_ordered_as_number(node, origin) -> None:
+    """Notes that ORDER BY's `node` (an expression, or an output's name or position) orders by the numeric value
+    `origin` (that output's expression) read as a number, inside `typed()`."""
+    recorded = _operand_types.get()
+    if recorded is not None:
+        recorded[("as number", id(node))] = origin
 
 
 def _expression(node) -> exp.Expression:
