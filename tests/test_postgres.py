@@ -470,6 +470,15 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     # casts to numeric round half away from zero by the value's digits; floor of an integer is a double
     "SELECT g, n::numeric(10), (-n)::numeric(4), (n + 0.005)::numeric(10,2), n::numeric(10,1)::text, trunc(g) / 2, "
     "floor(g) / 2, round(g, 1), trunc(n, 30), round(n, 1001) = n FROM fruit ORDER BY g",
+    # % of numerics by their decimal digits (1.25 % 0.01 was 0.00999…), of the larger scale
+    "SELECT g, n % 3, n % 0.3, 1.25 % 0.01, n % -3 FROM fruit ORDER BY g",
+    # a set operation's numeric column compares and orders its values as numbers, stored or computed
+    "SELECT n FROM fruit UNION SELECT n * 1 FROM fruit ORDER BY 1",
+    "SELECT n FROM fruit INTERSECT SELECT n + 0 FROM fruit ORDER BY 1",
+    "SELECT count(DISTINCT x), min(x) FROM (SELECT n AS x FROM fruit UNION ALL SELECT n * 1 FROM fruit) s",
+    # a negative interval's days, as Postgres writes them
+    "SELECT (TIMESTAMP '2024-01-01' - TIMESTAMP '2024-01-02')::text, (TIMESTAMP '2024-01-01' - TIMESTAMP "
+    "'2024-01-02 01:00')::text",
     # replace of a NULL is NULL; concat writes each value as its type's output does (a boolean's t and f)
     "SELECT g, replace(s, '', NULL), replace(s, 'p', ''), concat(s, ok, n, NULL), concat_ws('-', ok, n * 2) "
     "FROM fruit ORDER BY g",

@@ -10,6 +10,7 @@ import sqlite3
 import threading
 import time
 import zlib
+from decimal import Decimal
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -79,7 +80,13 @@ def modulo(a, b):
     if operands is None:
         return None
     a, b = operands
-    return a - b * divide(a, b) if isinstance(a, int) and isinstance(b, int) else math.fmod(a, b)
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b * divide(a, b)
+    if b == 0 or not (math.isfinite(a) and math.isfinite(b)):
+        return math.fmod(a, b)
+    # by the decimal digits a numeric has (Postgres has % of numerics, not of doubles): 1.25 % 0.01 is 0, where
+    # the doubles' remainder is 0.00999…
+    return float(Decimal(repr(float(a))) % Decimal(repr(float(b))))
 
 
 def share(value, parts):

@@ -1,7 +1,7 @@
 """A numeric value's scale as Postgres fixes it, where its rules do (`numeric(10,2)` has 2, `a * b` the sum of its
-operands', `round(x, 1)` 1): SQLite computes a numeric as a double, which forgets it, so that its text is written
-with these digits (`2.50`, not `2.5`). None where the scale is the value's own (a numeric of no declared scale, a
-division, an average)."""
+operands', `a % b` the larger, `round(x, 1)` 1): SQLite computes a numeric as a double, which forgets it, so that
+its text is written with these digits (`2.50`, not `2.5`). None where the scale is the value's own (a numeric of no
+declared scale, a division, an average)."""
 from __future__ import annotations
 
 import re
@@ -38,7 +38,7 @@ def numeric_scale(expr, kind: str, scale_of: Callable[[object], Optional[int]]) 
         return None if "e" in text.lower() else len(text.partition(".")[2])
     if isinstance(expr, ast.UnaryOp) and expr.op == "-":
         return scale_of(expr.operand)
-    if isinstance(expr, ast.BinaryOp) and expr.op in ("+", "-", "*"):
+    if isinstance(expr, ast.BinaryOp) and expr.op in ("+", "-", "*", "%"):
         left, right = scale_of(expr.left), scale_of(expr.right)
         if left is None or right is None:
             return None

@@ -298,13 +298,16 @@ def _typed_outputs(binder: Binder, query: ast.Query) -> dict[str, tuple[int, ...
 
 
 def _numeric_scales(query: ast.Query, types: list[str]) -> tuple[tuple[int, int], ...]:
-    """(position, scale) of the numeric output columns whose scale Postgres's rules fix (numeric_scale.py), in a
-    query of one SELECT without `*` (whose columns are its items)."""
-    items = query.cores[0].items
-    if len(query.cores) > 1 or len(items) != len(types) or any(isinstance(i.expr, ast.Star) for i in items):
-        return ()
-    scales = ((i, render.scale(item.expr)) for i, item in enumerate(items) if base_type(types[i]) == "numeric")
-    return tuple((i, digits) for i, digits in scales if digits is not None)
+    """(position, scale) of the numeric output columns whose scale Postgres's rules fix (numeric_scale.py), in
+    SELECTs without `*` (whose columns are their items): of a UNION's, where all of its queries fix the same."""
+    found = {}
+    for core in query.cores:
+        items = core.items
+        if len(items) != len(types) or any(isinstance(i.expr, ast.Star) for i in items):
+            return ()
+        for i, item in enumerate(items):
+            found.setdefault(i, set()).add(render.scale(item.expr) if base_type(types[i]) == "numeric" else None)
+    return tuple((i, digits.pop()) for i, digits in found.items() if len(digits) == 1 and None not in digits)
 
 
 def bound_columns(binder: Binder, query: ast.Query) -> tuple[Column, ...]:

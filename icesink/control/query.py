@@ -531,7 +531,25 @@ def bind_query(query: ast.Query, resolve: Resolver, outer: _Scope | None = None)
         _order_numbers_as_numbers(query.order_by, scope, columns, origins, resolve)
     elif all(op in ("UNION", "UNION DISTINCT") for op in query.set_operators):
         keys = [frozenset(c.name for c in columns)]
+    if query.set_operators:
+        _compare_numbers_as_numbers(query.cores, bound_cores)
     return BoundQuery(tuple(columns), tuple(keys), tuple(relations))
+
+
+def _compare_numbers_as_numbers(cores, bound_cores) -> None:
+    """A numeric column of UNION, INTERSECT and EXCEPT holds numbers, which compare and order as Postgres's: SQLite
+    holds a stored numeric as its text and one computed (n * 1, 2.5) as a double, which it never takes as equal (n
+    UNION n * 1 kept both) and orders after every number. Unless each query gives a column as it is stored (which
+    its collation compares as a number, and which keeps every digit), each query's value is read as a double; a
+    column that `*` gives keeps the store's text, and then so do the others."""
+    for i in range(len(bound_cores[0][1])):
+        if not any(base_type(b[1][i].type) == "numeric" for b in bound_cores):
+            continue
+        values = [origins[i] for _, _, origins in bound_cores]
+        written = [any(v is item.expr for item in core.items) for v, core in zip(values, cores)]
+        if all(written) and not all(isinstance(v, ast.ColumnRef) for v in values):
+            for value in values:
+                render.record_widening(value, "double precision")
 
 
 

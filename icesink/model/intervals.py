@@ -71,7 +71,7 @@ def interval_text(months: int, days: int, micros: int) -> str:
     years, months = int(months / 12), months - int(months / 12) * 12
     for amount, word in ((years, "year"), (months, "mon"), (days, "day")):
         if amount:
-            parts.append(f"{amount} {word}{'s' if abs(amount) != 1 else ''}")
+            parts.append(f"{amount} {word}{'s' if amount != 1 else ''}")  # -1 days, as Postgres writes it
     if micros or not parts:
         sign, micros = ("-" if micros < 0 else ""), abs(micros)
         seconds, fraction = divmod(micros, 1_000_000)
