@@ -171,13 +171,14 @@ def _normal(found: list[tuple]) -> list[tuple]:
     """Timestamps as Postgres prints them in UTC (as SELECT shows them; DuckDB gives datetimes in its zone); numerics
     to the cent (Spark sums decimals, SQLite doubles)."""
     import datetime as dt
+    import re
     from icesink.catalog.sql_functions import moment_text
 
     def value(v):
         if isinstance(v, dt.datetime) and v.tzinfo is not None:
             return moment_text(v.astimezone(dt.timezone.utc).isoformat(sep=" "))
-        if isinstance(v, (float, Decimal)):
-            return round(float(v), 2)
+        if isinstance(v, (float, Decimal)) or isinstance(v, str) and re.fullmatch(r"-?\d+\.\d+", v):
+            return round(float(v), 2)  # the API gives a numeric of a known scale as its text
         return v
     return [tuple(value(v) for v in row) for row in found]
 

@@ -411,6 +411,9 @@ def test_update_and_delete_read_other_tables_and_write_what_postgres_writes(sess
     "SELECT x * (SELECT g FROM t WHERE id = 1) FROM t",
     "SELECT ok IS TRUE, x IS TRUE FROM t",
     "SELECT id FROM t WHERE doc ->> 'k' = 1",
+    "SELECT id FROM t WHERE x = '99999999999'",  # out of the integer's range (SQLite compared it as a number)
+    "SELECT id FROM t WHERE ok = g",  # a truth value, a moment, a uuid or a jsonb beside text that is no literal
+    "SELECT id FROM t WHERE g < now()::timestamp",
 ])
 def test_a_number_beside_text_and_is_true_of_a_number_are_refused_as_postgres_refuses_them(session, postgres, sql):
     """Postgres refuses these where it plans the query (SQLite would read the text's leading digits, or 0, and
@@ -476,6 +479,9 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     "SELECT n FROM fruit UNION SELECT n * 1 FROM fruit ORDER BY 1",
     "SELECT n FROM fruit INTERSECT SELECT n + 0 FROM fruit ORDER BY 1",
     "SELECT count(DISTINCT x), min(x) FROM (SELECT n AS x FROM fruit UNION ALL SELECT n * 1 FROM fruit) s",
+    # a subquery's column has the scale of what it computes, not its type's declared one (floor(n) showed 2.00)
+    "SELECT x, y, z FROM (SELECT floor(n) AS x, n * 2 AS y, coalesce(n, 1.555) AS z, g FROM fruit) s ORDER BY g",
+    "SELECT * FROM (SELECT g, n * 2 AS m FROM fruit UNION SELECT g, n FROM fruit) s ORDER BY g, m",
     # a negative interval's days, as Postgres writes them
     "SELECT (TIMESTAMP '2024-01-01' - TIMESTAMP '2024-01-02')::text, (TIMESTAMP '2024-01-01' - TIMESTAMP "
     "'2024-01-02 01:00')::text",
@@ -489,3 +495,15 @@ def test_text_order_and_numbers_answer_as_postgres_answers(session, postgres, qu
     (2 for 2.50), floor(7) / 2 as 3, round(n, 1001) a traceback, replace(s, '', NULL) as s, concat's 1 for true."""
     session.execute(FRUIT_TABLE)
     assert session.execute(query)[-1].rows == _as_shown(_postgres_rows(postgres, FRUIT_TABLE, "fruit", query))
+
+
+def test_a_view_shows_the_scale_its_query_computes_as_postgres_does(session, postgres):
+    """A materialized view's numeric columns keep the scale of what its query computes, read by SELECT * and by
+    a view over it: floor(n) of a numeric(10,2) showed 2.00 (its type's declared scale), n * 2 the double 5.0."""
+    view = ("CREATE MATERIALIZED VIEW fv AS SELECT g, floor(n) AS x, n * 2 AS y, round(n, 1) AS r, n FROM fruit; "
+            "CREATE MATERIALIZED VIEW fw AS SELECT * FROM fv")
+    session.execute(f"{FRUIT_TABLE}; {view}")
+    expected = _as_shown(_postgres_rows(postgres, f"{FRUIT_TABLE}; {view}", "fruit CASCADE",
+                                        "SELECT * FROM fw ORDER BY g"))
+    assert session.execute("SELECT * FROM fw ORDER BY g")[-1].rows == expected
+    assert expected[0][1:4] == (2, "5.00", "2.5")

@@ -80,4 +80,5 @@ class Binder:
 
 def relation_of(obj: CatalogObject) -> Relation:
     """Columns None: not known until the upstream system is asked (Postgres tables)."""
-    return Relation(obj.id, obj.name, obj.descriptor.columns, tuple(obj.descriptor.primary_key))
+    return Relation(obj.id, obj.name, obj.descriptor.columns, tuple(obj.descriptor.primary_key),
+                    tuple(getattr(obj.descriptor, "scales", ())))

@@ -27,12 +27,10 @@ def numeric_scale(expr, kind: str, scale_of: Callable[[object], Optional[int]]) 
     if base_type(kind) != "numeric":
         return None
     if isinstance(expr, (ast.ColumnRef, ast.Cast)):  # a column's or a cast's declared scale
-        declared = _DECLARED.fullmatch(kind)
-        if declared:
-            return int(declared.group(1))
-        if _PRECISION_ONLY.fullmatch(kind):  # numeric(p) is numeric(p, 0)
-            return 0
-        return None if isinstance(expr, ast.ColumnRef) else scale_of(expr.expr)
+        declared = declared_scale(kind)
+        if declared is not None or isinstance(expr, ast.ColumnRef):
+            return declared
+        return scale_of(expr.expr)
     if isinstance(expr, ast.Literal):
         text = str(expr.value)
         return None if "e" in text.lower() else len(text.partition(".")[2])
@@ -62,3 +60,11 @@ def numeric_scale(expr, kind: str, scale_of: Callable[[object], Optional[int]]) 
             scales = {scale_of(a) for a in args}
             return scales.pop() if len(scales) == 1 else None
     return None
+
+
+def declared_scale(kind: str) -> Optional[int]:
+    """The scale a numeric type declares: `numeric(10,2)` 2, `numeric(10)` 0, `numeric` none."""
+    declared = _DECLARED.fullmatch(kind)
+    if declared:
+        return int(declared.group(1))
+    return 0 if _PRECISION_ONLY.fullmatch(kind) else None

@@ -20,8 +20,8 @@ from ..grammar.render import identifier
 from .plans import GeneratorQueryPlan, IcebergQueryPlan, QueryPlan
 from .call_checks import check_functions, check_table_functions
 from .sqlite_sql import SHOWN_MOMENTS, sqlite_sql
-from .query import (OperandError, Relation, bind_query, check_distinct_on_order, check_qualified_columns, expand_distinct_on_stars,
-                    table_refs, walk)
+from .query import (OperandError, Relation, bind_query, check_distinct_on_order, check_qualified_columns,
+                    expand_distinct_on_stars, output_scales, table_refs, walk)
 
 _SYSTEM_SCHEMAS = ("mz_catalog", "mz_internal")
 _RUNTIME = ("a query reads engine tables, system views, what Postgres sources replicate and load generators make, "
@@ -291,23 +291,16 @@ def _typed_outputs(binder: Binder, query: ast.Query) -> dict[str, tuple[int, ...
     """Which output columns are booleans or arrays of them, which SQLite answers as 0 and 1, which are moments,
     which the store holds in a text of its own, and which numerics of a known scale, which SQLite computes as
     doubles: the binder's types, where it knows them."""
-    types = [c.type for c in bound_columns(binder, query)]
+    columns = bound_columns(binder, query)
+    types = [c.type for c in columns]
     return {"booleans": tuple(i for i, t in enumerate(types) if base_type(t.rstrip("[]")) == "boolean"),
             "moments": tuple(i for i, t in enumerate(types) if base_type(t) in SHOWN_MOMENTS),
-            "scales": _numeric_scales(query, types)}
+            "scales": _numeric_scales(columns)}
 
 
-def _numeric_scales(query: ast.Query, types: list[str]) -> tuple[tuple[int, int], ...]:
-    """(position, scale) of the numeric output columns whose scale Postgres's rules fix (numeric_scale.py), in
-    SELECTs without `*` (whose columns are their items): of a UNION's, where all of its queries fix the same."""
-    found = {}
-    for core in query.cores:
-        items = core.items
-        if len(items) != len(types) or any(isinstance(i.expr, ast.Star) for i in items):
-            return ()
-        for i, item in enumerate(items):
-            found.setdefault(i, set()).add(render.scale(item.expr) if base_type(types[i]) == "numeric" else None)
-    return tuple((i, digits.pop()) for i, digits in found.items() if len(digits) == 1 and None not in digits)
+def _numeric_scales(columns) -> tuple[tuple[int, int], ...]:
+    """(position, scale) of the numeric output columns whose scale Postgres's rules fix (numeric_scale.py)."""
+    return tuple((i, scale) for i, scale in enumerate(output_scales(columns)) if scale is not None)
 
 
 def bound_columns(binder: Binder, query: ast.Query) -> tuple[Column, ...]:

@@ -10,7 +10,7 @@ from ..engine.values import InvalidValue, input_function
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
 from ..grammar.output_names import output_name
-from .numeric_scale import numeric_scale
+from .numeric_scale import declared_scale, numeric_scale
 from .types import INTEGERS, NUMERIC_ORDER, UNKNOWN, Column, base_type, normalize
 
 
@@ -22,6 +22,7 @@ class Relation:
     name: str
     columns: tuple[Column, ...] | None  # None: not known until the upstream system is asked
     primary_key: tuple[str, ...] = ()
+    scales: tuple[int | None, ...] = ()  # a view's columns' numeric scales, where it kept them
 
 
 @dataclass(frozen=True)
@@ -153,20 +154,20 @@ def _check_beside_text(a, a_type: str, b, b_type: str, op: str, pos: int) -> Non
     a uuid or a jsonb, as Postgres reads them: a text literal is the other's type, read by its input function
     (`n = 'x'`: invalid input syntax for type integer; `ts > '2024-01-01'` is past midnight, where SQLite compared
     the store's text with the literal's; `ok = 'true'` holds); other text beside a number has no such operator
-    (`n + name`)."""
+    (`n + name`), nor beside those others compared (`ts = name`)."""
     for side, kind, other, other_type in ((a, a_type, b, b_type), (b, b_type, a, a_type)):
         target = base_type(other_type)
         if base_type(kind) != "text" or not (target in NUMERIC_ORDER or (op in _COMPARISONS and target in _STORED)):
             continue
-        if not _text_literal(side):
-            if target in NUMERIC_ORDER:
-                raise OperandError(f"operator does not exist: {base_type(a_type)} {op} {base_type(b_type)}", pos)
-            continue
+        if not _text_literal(side):  # `n + name`, `ts = name`
+            raise OperandError(f"operator does not exist: {_named(a_type)} {op} {_named(b_type)}", pos)
         try:
             value = input_function(target)(side.value)
         except InvalidValue as exc:
             if str(exc).startswith("invalid input syntax"):  # not what an engine table cannot store ('NaN')
                 raise OperandError(str(exc), side.pos) from None
+            if target in INTEGERS and str(exc).endswith("out of range"):  # n = '99999999999' over an integer
+                raise OperandError(f'value "{side.value}" is out of range for type {target}', side.pos) from None
             continue
         if target in _STORED:  # as the store holds the type's values: a moment's text compares as moments do
             render.record_literal(side, value, "boolean" if target == "boolean" else "text")
@@ -174,6 +175,12 @@ def _check_beside_text(a, a_type: str, b, b_type: str, op: str, pos: int) -> Non
             # SQLite compares a number with text as unequal (`n + 1 = '2'` was false); a numeric column keeps its
             # digits as text, which its collation compares exactly, where a double would lose some
             render.record_literal(side, repr(value) if isinstance(value, float) else str(value), "number")
+
+
+def _named(kind: str) -> str:
+    """A type as Postgres's messages name it."""
+    kind = base_type(kind)
+    return {"timestamp": "timestamp without time zone", "time": "time without time zone"}.get(kind, kind)
 
 
 # types whose values the store keeps in one form (a moment's text, a uuid's in lower case, a truth value as 1 or 0),
@@ -246,6 +253,11 @@ def _wider(a: str, b: str) -> str:
 
 
 def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
+    if isinstance(expr, ast.ColumnRef):  # a subquery's column has the scale of what it computes
+        column = scope.lookup(expr)
+        noted, scale = render.column_scale(column)
+        render.record_scale(expr, scale if noted else numeric_scale(expr, column.type, render.scale))
+        return column.type
     kind = _type_of(expr, scope, resolve)
     render.record_scale(expr, numeric_scale(expr, kind, render.scale))  # its operands' noted first
     return kind
@@ -414,6 +426,8 @@ def _from_scope(core: ast.SelectCore, resolve: Resolver, relations: list[Relatio
         if isinstance(item, ast.TableRef):
             relation = resolve(item)
             relations.append(relation)
+            for column, scale in zip(relation.columns or (), relation.scales):  # a view's, what its query computes
+                render.record_column_scale(column, scale)
             scope.add(item.alias.value if item.alias else item.name.name, relation, relation.columns)
         elif isinstance(item, (ast.FunctionRef, ast.ShowRef)):  # a table function's or SHOW's rows: columns unknown
             name = item.alias.value if item.alias else getattr(getattr(item, "call", None), "name", ast.Name("")).value
@@ -447,7 +461,9 @@ def _bind_core(core: ast.SelectCore, resolve: Resolver, relations: list[Relation
                 columns.append(column)
                 origins.append(ast.ColumnRef((ast.Name(column.name),)))
             continue
-        columns.append(Column(output_name(item), _expr_type(item.expr, scope, resolve)))
+        column = Column(output_name(item), _expr_type(item.expr, scope, resolve))
+        render.record_column_scale(column, render.scale(item.expr))
+        columns.append(column)
         origins.append(item.expr)
     names = {c.name for c in columns}
     for expr in (core.where, core.having):
@@ -533,7 +549,33 @@ def bind_query(query: ast.Query, resolve: Resolver, outer: _Scope | None = None)
         keys = [frozenset(c.name for c in columns)]
     if query.set_operators:
         _compare_numbers_as_numbers(query.cores, bound_cores)
+        columns = _shared_scales([other for _, other, _ in bound_cores])
     return BoundQuery(tuple(columns), tuple(keys), tuple(relations))
+
+
+def output_scales(columns) -> tuple[int | None, ...]:
+    """Each output column's numeric scale where the query fixes one (numeric_scale.py): what it computes, or a
+    stored column's declared scale; None for another type or where none is fixed."""
+    scales = []
+    for column in columns or ():
+        noted, scale = render.column_scale(column)
+        numeric = base_type(column.type) == "numeric"
+        scales.append((scale if noted else declared_scale(column.type)) if numeric else None)
+    return tuple(scales)
+
+
+def _shared_scales(cores_columns: list[list[Column]]) -> list[Column]:
+    """A set operation's output columns, each with the scale its queries' columns share (none where they differ:
+    Postgres keeps each value's own)."""
+    shared = []
+    for at, column in enumerate(cores_columns[0]):
+        scales = set()
+        for columns in cores_columns:
+            noted, scale = render.column_scale(columns[at])
+            scales.add(scale if noted else declared_scale(columns[at].type))
+        shared.append(Column(column.name, column.type, column.nullable))
+        render.record_column_scale(shared[-1], scales.pop() if len(scales) == 1 else None)
+    return shared
 
 
 def _compare_numbers_as_numbers(cores, bound_cores) -> None:

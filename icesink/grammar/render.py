@@ -254,6 +254,21 @@ def record_scale(node, scale) -> None:
         recorded[("scale", id(node))] = scale
 
 
+def record_column_scale(column, scale) -> None:
+    """Notes the scale (None: none fixed) of a subquery's or a set operation's output `column`, which each reference
+    to it takes, rather than its type's declared one (floor(n) of a numeric(10,2) has none), inside `typed()`."""
+    recorded = _operand_types.get()
+    if recorded is not None:
+        recorded[("column scale", id(column))] = scale
+
+
+def column_scale(column) -> tuple[bool, int | None]:
+    """Whether a scale was noted for `column`, and which."""
+    recorded = _operand_types.get()
+    key = ("column scale", id(column))
+    return (False, None) if recorded is None or key not in recorded else (True, recorded[key])
+
+
 def scale(node):
     """The scale noted for `node`, or None."""
     recorded = _operand_types.get()

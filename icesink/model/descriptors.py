@@ -301,19 +301,26 @@ class ViewDescriptor:
     query_sql: str
     columns: Optional[tuple[Column, ...]]
     unique_keys: tuple[tuple[str, ...], ...] = ()
+    # each column's numeric scale where its query fixes one (floor(n): 0, n * 2: 2), else None; () before they were
+    # kept, when a column's declared type's was taken
+    scales: tuple[Optional[int], ...] = ()
 
     @property
     def primary_key(self) -> tuple[str, ...]:
         return ()
 
     def to_json(self) -> dict:
-        return {"format": FORMAT, "query_sql": self.query_sql, "columns": _columns_json(self.columns),
+        data = {"format": FORMAT, "query_sql": self.query_sql, "columns": _columns_json(self.columns),
                 "unique_keys": [list(k) for k in self.unique_keys]}
+        if self.scales:
+            data["scales"] = list(self.scales)
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> "ViewDescriptor":
         _format(data)
-        return cls(data["query_sql"], _columns(data.get("columns")), tuple(tuple(k) for k in data.get("unique_keys", ())))
+        return cls(data["query_sql"], _columns(data.get("columns")),
+                   tuple(tuple(k) for k in data.get("unique_keys", ())), tuple(data.get("scales", ())))
 
 
 # ---------------------------------------------------------------- a sink's view input
