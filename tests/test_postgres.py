@@ -482,6 +482,10 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     # a subquery's column has the scale of what it computes, not its type's declared one (floor(n) showed 2.00)
     "SELECT x, y, z FROM (SELECT floor(n) AS x, n * 2 AS y, coalesce(n, 1.555) AS z, g FROM fruit) s ORDER BY g",
     "SELECT * FROM (SELECT g, n * 2 AS m FROM fruit UNION SELECT g, n FROM fruit) s ORDER BY g, m",
+    # date_trunc of a date is a timestamptz; a date among timestamps (coalesce, CASE, greatest) is one
+    "SELECT date_trunc('month', DATE '2024-01-15')::text, date_trunc('month', DATE '2024-01-15') = DATE "
+    "'2024-01-01', coalesce(DATE '2024-01-02', TIMESTAMP '2024-01-01 10:00')::text, CASE WHEN g > 1 THEN DATE "
+    "'2024-01-02' ELSE TIMESTAMP '2024-01-01 10:00' END::text FROM fruit ORDER BY g",
     # a negative interval's days, as Postgres writes them
     "SELECT (TIMESTAMP '2024-01-01' - TIMESTAMP '2024-01-02')::text, (TIMESTAMP '2024-01-01' - TIMESTAMP "
     "'2024-01-02 01:00')::text",

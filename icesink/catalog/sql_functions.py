@@ -301,7 +301,8 @@ DATE_CUTS = {"day": (10, " 00:00:00"), "hour": (13, ":00:00"), "minute": (16, ":
 
 
 def date_trunc(unit, value):
-    """date_trunc('hour', ts) on a timestamp or date in Postgres's text form; the result keeps its time zone."""
+    """date_trunc('hour', ts) on a timestamp or date in Postgres's text form; the result keeps its time zone (of a
+    date, a timestamptz's)."""
     if unit is None or value is None:
         return None
     cut = DATE_CUTS.get(unit.lower() if isinstance(unit, str) else None)
@@ -315,6 +316,8 @@ def date_trunc(unit, value):
     if parsed is None:
         raise ValueError(f"date_trunc takes a timestamp or a date, not {value!r}")
     moment, zone = parsed
+    if len(str(value)) == 10:  # of a date, a timestamptz (Postgres reads the date as one), at UTC, this session's zone
+        zone = "+00:00"
     if unit in ("millennium", "century", "decade"):
         size = {"millennium": 1000, "century": 100, "decade": 10}[unit]
         first = (moment.year - 1) // size * size + 1 if unit != "decade" else moment.year // 10 * 10

@@ -200,10 +200,15 @@ def _common_type(values: list, types: list[str]) -> str:
         return next((t for t in types if t != UNKNOWN), UNKNOWN)
     common = known[0]
     for kind in known[1:]:
-        common = _wider(common, kind) if base_type(common) in NUMERIC_ORDER else common
+        if base_type(common) in NUMERIC_ORDER:
+            common = _wider(common, kind)
+        elif base_type(common) in _WIDENING and base_type(kind) in _WIDENING:  # coalesce(d, ts) is a timestamp
+            common = max(common, kind, key=lambda k: _WIDENING.index(base_type(k)))
     for value, kind in zip(values, types):
         if _text_literal(value):
             _check_beside_text(value, kind, _NO_COLUMN, common, "=", value.pos)
+        elif base_type(kind) in _WIDENING and base_type(common) in _WIDENING and base_type(kind) != base_type(common):
+            render.record_widening(value, base_type(common))  # the store's text of a date is not a timestamp's
     return common
 
 
@@ -385,6 +390,8 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
                 render.record_widening(expr.args[0], "double precision")
                 return "double precision"
             return "numeric"  # round(7, 2) is numeric's round: 7.00
+        if name == "date_trunc" and arg_types and base_type(arg_types[-1]) == "date":
+            return "timestamp with time zone"  # Postgres's date_trunc of a date: the date read as a timestamptz
         if name in _PASSTHROUGH and arg_types:
             return arg_types[-1] if name == "date_trunc" else arg_types[0]
         if name == "sign" and arg_types:  # of an integer too, a double precision, Postgres's preferred number type
