@@ -432,9 +432,24 @@ def row(*fields):
     return json.dumps([f if not isinstance(f, bytes) else f.decode() for f in fields])
 
 
-@lru_cache(maxsize=64)  # a constant array (`x = ANY (ARRAY[1, 2])`) is the same text on every row
 def _elements(array) -> tuple:
-    """An array's elements from the JSON it is held as; text that is none is not an array."""
+    """An array's elements from the JSON it is held as; text that is none is not an array. A short one is parsed
+    once: a constant array (`x = ANY (ARRAY[1, 2])`) is the same text on every row, and a long one (array_agg's)
+    is not kept alive by the cache."""
+    if isinstance(array, str) and len(array) <= _CACHED_TEXT:
+        return _short_elements(array)
+    return _parsed_elements(array)
+
+
+_CACHED_TEXT = 4096
+
+
+@lru_cache(maxsize=64)
+def _short_elements(array: str) -> tuple:
+    return _parsed_elements(array)
+
+
+def _parsed_elements(array) -> tuple:
     try:
         elements = json.loads(array) if isinstance(array, str) else None
     except ValueError:
@@ -542,6 +557,9 @@ def numeric_text(value, scale: int):
     a numeric as a double: 2.5 where Postgres has 2.50)."""
     if value is None:
         return None
+    if (isinstance(value, str) and scale and value.find(".") == len(value) - int(scale) - 1 and value[-1].isdigit()
+            and not value.startswith("-0")):
+        return value  # a stored numeric's text, which has its column's scale
     if isinstance(value, float) and not math.isfinite(value):
         return float_text(value, "double precision")
     try:
