@@ -486,6 +486,13 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     "SELECT date_trunc('month', DATE '2024-01-15')::text, date_trunc('month', DATE '2024-01-15') = DATE "
     "'2024-01-01', coalesce(DATE '2024-01-02', TIMESTAMP '2024-01-01 10:00')::text, CASE WHEN g > 1 THEN DATE "
     "'2024-01-02' ELSE TIMESTAMP '2024-01-01 10:00' END::text FROM fruit ORDER BY g",
+    # ON and IS DISTINCT FROM compare as WHERE's comparisons do (a computed numeric as a number)
+    "SELECT x.g FROM fruit x JOIN fruit y ON x.g = y.g AND coalesce(x.n, 0) > 50 ORDER BY 1",
+    "SELECT g FROM fruit WHERE coalesce(n, 0) IS NOT DISTINCT FROM 2.5 ORDER BY 1",
+    # LIKE's escape is a backslash, as Postgres's; a comparison compared keeps its parentheses
+    "SELECT g, s LIKE 'a\\_b', replace(s, 'p', '_') LIKE '_\\_%', (ok <> false) > ok FROM fruit ORDER BY g",
+    # a subquery's computed numeric compares and orders as a number
+    "SELECT c FROM (SELECT max(n) AS c FROM fruit GROUP BY g) d WHERE c > 50 ORDER BY c DESC",
     # a negative interval's days, as Postgres writes them
     "SELECT (TIMESTAMP '2024-01-01' - TIMESTAMP '2024-01-02')::text, (TIMESTAMP '2024-01-01' - TIMESTAMP "
     "'2024-01-02 01:00')::text",
@@ -511,3 +518,9 @@ def test_a_view_shows_the_scale_its_query_computes_as_postgres_does(session, pos
                                         "SELECT * FROM fw ORDER BY g"))
     assert session.execute("SELECT * FROM fw ORDER BY g")[-1].rows == expected
     assert expected[0][1:4] == (2, "5.00", "2.5")
+    # a view's computed numeric compares and orders as a number (SQLite compared max(n)'s text)
+    query = "SELECT g, top FROM fm WHERE top > 9.995 ORDER BY top DESC"
+    view = "CREATE MATERIALIZED VIEW fm AS SELECT g, max(n) AS top FROM fruit GROUP BY g"
+    session.execute(view)
+    assert session.execute(query)[-1].rows == _as_shown(_postgres_rows(
+        postgres, f"{FRUIT_TABLE}; {view}", "fruit CASCADE", query)) == [(3, "100.25"), (2, "10.00")]

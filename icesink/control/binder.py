@@ -81,4 +81,4 @@ class Binder:
 def relation_of(obj: CatalogObject) -> Relation:
     """Columns None: not known until the upstream system is asked (Postgres tables)."""
     return Relation(obj.id, obj.name, obj.descriptor.columns, tuple(obj.descriptor.primary_key),
-                    tuple(getattr(obj.descriptor, "scales", ())))
+                    tuple(getattr(obj.descriptor, "scales", ())), tuple(getattr(obj.descriptor, "computed", ())))

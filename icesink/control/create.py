@@ -17,7 +17,7 @@ from .intervals import parse_interval_ms
 from .plans import AlterConnectionPlan, CreatePlan, NoticePlan
 from .call_checks import check_functions
 from .query import (bind_query, check_distinct_on_order, check_qualified_columns, expand_distinct_on_stars,
-                    output_scales, table_refs, walk)
+                    computed_columns, output_scales, table_refs, walk)
 from ..catalog_connections import CONNECTION_KINDS
 from ..catalog_connections.iceberg import s3_tables_region
 from ..model.options import Given, OptionSpec
@@ -372,7 +372,8 @@ def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedVi
     with render.typed():  # the stored text is written with its operands' types (a truth value's text)
         bound = bind_query(query, resolve)
         descriptor = ViewDescriptor(stored_sql(render.query(query)), bound.columns,
-                                    tuple(tuple(sorted(k)) for k in bound.unique_keys), output_scales(bound.columns))
+                                    tuple(tuple(sorted(k)) for k in bound.unique_keys), output_scales(bound.columns),
+                                    computed_columns(bound.columns))
     # a relation read only in a subquery (IN, EXISTS, a value) is one the view cannot lose either
     depends = tuple(dict.fromkeys([r.id for r in bound.relations] + [resolve(ref).id for ref in table_refs(query)]))
     return CreatePlan("materialized-view", "materialized-view", stmt.name.name, *_texts(stmt), descriptor, depends,

@@ -23,6 +23,7 @@ class Relation:
     columns: tuple[Column, ...] | None  # None: not known until the upstream system is asked
     primary_key: tuple[str, ...] = ()
     scales: tuple[int | None, ...] = ()  # a view's columns' numeric scales, where it kept them
+    computed: tuple[bool, ...] = ()  # which of a view's numeric columns it computes (held as SQLite computed them)
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,7 @@ def _check_beside_text(a, a_type: str, b, b_type: str, op: str, pos: int) -> Non
             continue
         if target in _STORED:  # as the store holds the type's values: a moment's text compares as moments do
             render.record_literal(side, value, "boolean" if target == "boolean" else "text")
-        elif target != "numeric" or not isinstance(other, ast.ColumnRef):
+        elif target != "numeric" or not _stored(other):
             # SQLite compares a number with text as unequal (`n + 1 = '2'` was false); a numeric column keeps its
             # digits as text, which its collation compares exactly, where a double would lose some
             render.record_literal(side, repr(value) if isinstance(value, float) else str(value), "number")
@@ -227,8 +228,8 @@ def _compare_as_numbers(a, a_type: str, b, b_type: str, in_list: bool = False) -
     for side, kind, other, other_kind in ((a, a_type, b, b_type), (b, b_type, a, a_type)):
         if base_type(kind) != "numeric" or isinstance(side, ast.Literal):
             continue
-        column_beside = isinstance(other, ast.ColumnRef) and base_type(other_kind) == "numeric"
-        if isinstance(side, ast.ColumnRef) and not (in_list and side is b and not column_beside):
+        column_beside = _stored(other) and base_type(other_kind) == "numeric"
+        if _stored(side) and not (in_list and side is b and not column_beside):
             continue
         if not column_beside:  # a numeric column beside it compares the two exactly, by its collation
             render.record_widening(side, "double precision")
@@ -260,6 +261,8 @@ def _wider(a: str, b: str) -> str:
 def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
     if isinstance(expr, ast.ColumnRef):  # a subquery's column has the scale of what it computes
         column = scope.lookup(expr)
+        if render.is_computed(column):  # held as SQLite computed it, not as the store keeps a numeric
+            render.record_computed(expr)
         noted, scale = render.column_scale(column)
         render.record_scale(expr, scale if noted else numeric_scale(expr, column.type, render.scale))
         return column.type
@@ -321,6 +324,8 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         if expr.kind in ("in", "between") and not any(isinstance(o, ast.Subquery) for o in expr.operands):
             for operand, kind in zip(expr.operands[1:], types[1:]):  # each compared with the first
                 _compared(expr.operands[0], types[0], operand, kind, "=", expr.pos, in_list=expr.kind == "in")
+        if expr.kind == "is_distinct":
+            _compared(expr.operands[0], types[0], expr.operands[1], types[1], "=", expr.pos)
         if expr.kind == "is" and base_type(types[0]) not in ("boolean", UNKNOWN) and not _text_literal(
                 expr.operands[0]):
             truth = {True: "TRUE", False: "FALSE", None: "UNKNOWN"}[expr.operands[1].value]
@@ -435,6 +440,9 @@ def _from_scope(core: ast.SelectCore, resolve: Resolver, relations: list[Relatio
             relations.append(relation)
             for column, scale in zip(relation.columns or (), relation.scales):  # a view's, what its query computes
                 render.record_column_scale(column, scale)
+            for column, computed in zip(relation.columns or (), relation.computed):
+                if computed:
+                    render.record_computed(column)
             scope.add(item.alias.value if item.alias else item.name.name, relation, relation.columns)
         elif isinstance(item, (ast.FunctionRef, ast.ShowRef)):  # a table function's or SHOW's rows: columns unknown
             name = item.alias.value if item.alias else getattr(getattr(item, "call", None), "name", ast.Name("")).value
@@ -470,10 +478,13 @@ def _bind_core(core: ast.SelectCore, resolve: Resolver, relations: list[Relation
             continue
         column = Column(output_name(item), _expr_type(item.expr, scope, resolve))
         render.record_column_scale(column, render.scale(item.expr))
+        if base_type(column.type) == "numeric" and not _stored(item.expr):
+            render.record_computed(column)
         columns.append(column)
         origins.append(item.expr)
     names = {c.name for c in columns}
-    for expr in (core.where, core.having):
+    ons = [join.on for item in core.from_items for join in item.joins]  # read as WHERE is (text beside a number)
+    for expr in (core.where, core.having, *ons):
         if expr is not None:
             _expr_type(expr, scope, resolve)
     for expr in (*core.group_by, *core.distinct_on):  # an ordinal, or an output's name, says no more
@@ -560,6 +571,17 @@ def bind_query(query: ast.Query, resolve: Resolver, outer: _Scope | None = None)
     return BoundQuery(tuple(columns), tuple(keys), tuple(relations))
 
 
+def _stored(node) -> bool:
+    """Whether `node` is a column holding a numeric as the store keeps it, its exact text, which the column's
+    collation compares as a number (not one a subquery or view computes: max(n) AS c)."""
+    return isinstance(node, ast.ColumnRef) and not render.is_computed(node)
+
+
+def computed_columns(columns) -> tuple[bool, ...]:
+    """Which output columns are numerics the query computes."""
+    return tuple(render.is_computed(c) for c in columns or ())
+
+
 def output_scales(columns) -> tuple[int | None, ...]:
     """Each output column's numeric scale where the query fixes one (numeric_scale.py): what it computes, or a
     stored column's declared scale; None for another type or where none is fixed."""
@@ -582,6 +604,8 @@ def _shared_scales(cores_columns: list[list[Column]]) -> list[Column]:
             scales.add(scale if noted else declared_scale(columns[at].type))
         shared.append(Column(column.name, column.type, column.nullable))
         render.record_column_scale(shared[-1], scales.pop() if len(scales) == 1 else None)
+        if any(render.is_computed(columns[at]) for columns in cores_columns):
+            render.record_computed(shared[-1])
     return shared
 
 
@@ -596,7 +620,7 @@ def _compare_numbers_as_numbers(cores, bound_cores) -> None:
             continue
         values = [origins[i] for _, _, origins in bound_cores]
         written = [any(v is item.expr for item in core.items) for v, core in zip(values, cores)]
-        if all(written) and not all(isinstance(v, ast.ColumnRef) for v in values):
+        if all(written) and not all(_stored(v) for v in values):
             for value in values:
                 render.record_widening(value, "double precision")
 
@@ -623,7 +647,7 @@ def _order_numbers_as_numbers(order_by, scope: _Scope, columns, origins, resolve
                 kind, origin = _expr_type(expr, scope, resolve), expr
             except PlanError:  # refused where the query is run, as before
                 continue
-        if base_type(kind) != "numeric" or isinstance(origin, (ast.ColumnRef, ast.Literal)):
+        if base_type(kind) != "numeric" or _stored(origin) or isinstance(origin, ast.Literal):
             continue
         if origin is expr:
             render.record_widening(expr, "double precision")

@@ -101,6 +101,10 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
             return moved if moved is not None else _text_arithmetic(node, replace)
         if isinstance(node, exp.Cast):
             return _cast(node, replace)
+        if isinstance(node, (exp.Like, exp.ILike)) and not isinstance(node.parent, exp.Escape):
+            # Postgres's LIKE takes a backslash as its escape (`'a\_b'` matches an underscore); SQLite's has none
+            like = type(node)(this=node.this.transform(replace), expression=node.expression.transform(replace))
+            return exp.Escape(this=like, expression=exp.Literal.string("\\"))
         if type(node) in _CLOCK:  # SQLite's own keep seconds alone, and no zone
             return sqlglot.parse_one(_CLOCK[type(node)], read="sqlite")
         if isinstance(node, exp.ArraySize):  # array_length(a, dimension): SQLite's writer would leave the dimension

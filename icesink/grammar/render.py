@@ -138,9 +138,11 @@ def _operand(node, parent: int, right: bool = False) -> exp.Expression:
     left-associative operator)."""
     converted = expression(node)
     child = _precedence(node)
-    if isinstance(node, ast.Predicate) and node.kind != "exists" and parent >= _COMPARISON:
-        return exp.Paren(this=converted)  # `ok = (s IS NULL)`: each dialect binds IS, LIKE, IN and BETWEEN beside
-        # a comparison its own way (Postgres IS more loosely, SQLite all of them as tightly, left to right)
+    if (isinstance(node, ast.Predicate) and node.kind != "exists" or isinstance(node, ast.BinaryOp) and _BINARY.get(
+            node.op, (0,))[0] == _COMPARISON) and parent >= _COMPARISON:
+        return exp.Paren(this=converted)  # `ok = (s IS NULL)`, `(a <> b) > c`: each dialect binds IS, LIKE, IN,
+        # BETWEEN and comparisons beside a comparison its own way (Postgres IS more loosely; SQLite `>` more tightly
+        # than `<>`)
     return exp.Paren(this=converted) if child < parent or (right and child == parent) else converted
 
 
@@ -260,6 +262,19 @@ def record_column_scale(column, scale) -> None:
     recorded = _operand_types.get()
     if recorded is not None:
         recorded[("column scale", id(column))] = scale
+
+
+def record_computed(node) -> None:
+    """Notes that `node` (an output column, or a reference to one) is a numeric a query computes, which SQLite holds
+    as it computed it (a double, or max(n)'s text) rather than as the store keeps one, inside `typed()`."""
+    recorded = _operand_types.get()
+    if recorded is not None:
+        recorded[("computed", id(node))] = True
+
+
+def is_computed(node) -> bool:
+    recorded = _operand_types.get()
+    return recorded is not None and ("computed", id(node)) in recorded
 
 
 def column_scale(column) -> tuple[bool, int | None]:

@@ -304,6 +304,8 @@ class ViewDescriptor:
     # each column's numeric scale where its query fixes one (floor(n): 0, n * 2: 2), else None; () before they were
     # kept, when a column's declared type's was taken
     scales: tuple[Optional[int], ...] = ()
+    # which columns are numerics the query computes (held as SQLite computes them, not as the store keeps one)
+    computed: tuple[bool, ...] = ()
 
     @property
     def primary_key(self) -> tuple[str, ...]:
@@ -314,13 +316,16 @@ class ViewDescriptor:
                 "unique_keys": [list(k) for k in self.unique_keys]}
         if self.scales:
             data["scales"] = list(self.scales)
+        if any(self.computed):
+            data["computed"] = list(self.computed)
         return data
 
     @classmethod
     def from_json(cls, data: dict) -> "ViewDescriptor":
         _format(data)
         return cls(data["query_sql"], _columns(data.get("columns")),
-                   tuple(tuple(k) for k in data.get("unique_keys", ())), tuple(data.get("scales", ())))
+                   tuple(tuple(k) for k in data.get("unique_keys", ())), tuple(data.get("scales", ())),
+                   tuple(data.get("computed", ())))
 
 
 # ---------------------------------------------------------------- a sink's view input
