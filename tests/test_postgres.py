@@ -212,6 +212,7 @@ NAMING_TABLE = ("CREATE TABLE t (id int NOT NULL, g text, x int, ok boolean, doc
 
 
 @pytest.mark.parametrize("sql", [
+    "SELECT x, x * 2 FROM t UNION SELECT 2.5::float8, 1 ORDER BY 1",  # read as doubles, named as written
     "SELECT g, count(*), max(x), sum(x) + 1, x::text, 1::int, 2::bigint, 'a'::text, 1.5::double precision, "
     "DATE '2026-01-01', TIMESTAMP '2026-01-01 10:00:00', true, INTERVAL '1 day', CASE WHEN x > 1 THEN 1 END, "
     "coalesce(x, 0), upper(g), -x, x || 'y' FROM t GROUP BY g, x ORDER BY g, x",
@@ -493,6 +494,9 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     "SELECT g, s LIKE 'a\\_b', replace(s, 'p', '_') LIKE '_\\_%', (ok <> false) > ok FROM fruit ORDER BY g",
     # a subquery's computed numeric compares and orders as a number
     "SELECT c FROM (SELECT max(n) AS c FROM fruit GROUP BY g) d WHERE c > 50 ORDER BY c DESC",
+    # a set operation's column is of its queries' common type: an integer among doubles, a date among timestamps
+    "SELECT x / 2, (SELECT TIMESTAMP '2024-01-02 10:00' UNION ALL SELECT DATE '2024-01-02' ORDER BY 1 LIMIT 1)::text "
+    "FROM (SELECT g AS x FROM fruit UNION ALL SELECT 2.5::float8) d ORDER BY 1",
     # a negative interval's days, as Postgres writes them
     "SELECT (TIMESTAMP '2024-01-01' - TIMESTAMP '2024-01-02')::text, (TIMESTAMP '2024-01-01' - TIMESTAMP "
     "'2024-01-02 01:00')::text",
@@ -505,7 +509,7 @@ def test_text_order_and_numbers_answer_as_postgres_answers(session, postgres, qu
     alone, a predicate's parentheses dropped, max(n) ordered as text (10.00 before 2.50), n::numeric(10) truncated
     (2 for 2.50), floor(7) / 2 as 3, round(n, 1001) a traceback, replace(s, '', NULL) as s, concat's 1 for true."""
     session.execute(FRUIT_TABLE)
-    assert session.execute(query)[-1].rows == _as_shown(_postgres_rows(postgres, FRUIT_TABLE, "fruit", query))
+    assert session.execute(query)[-1].rows == _as_shown(_postgres_rows(postgres, FRUIT_TABLE, "fruit CASCADE", query))
 
 
 def test_a_view_shows_the_scale_its_query_computes_as_postgres_does(session, postgres):
@@ -524,3 +528,16 @@ def test_a_view_shows_the_scale_its_query_computes_as_postgres_does(session, pos
     session.execute(view)
     assert session.execute(query)[-1].rows == _as_shown(_postgres_rows(
         postgres, f"{FRUIT_TABLE}; {view}", "fruit CASCADE", query)) == [(3, "100.25"), (2, "10.00")]
+
+
+def test_a_cast_past_a_numeric_precision_is_refused_as_postgres_refuses_it(session, postgres):
+    """`n::numeric(4,2)` of 100.25 has more digits before the point than the type takes: Postgres says so where
+    SQLite's cast kept them all."""
+    import psycopg
+
+    query = "SELECT n::numeric(4,2) FROM fruit"
+    with pytest.raises(psycopg.Error) as refused:
+        _postgres_rows(postgres, FRUIT_TABLE, "fruit CASCADE", query)
+    session.execute(FRUIT_TABLE)
+    assert error_of(session, query).message == refused.value.diag.message_primary == "numeric field overflow"
+    assert session.execute("SELECT n::numeric(5,2) FROM fruit ORDER BY g")[-1].rows[2] == ("100.25",)

@@ -587,6 +587,15 @@ def round_digits(value, digits):
     return _to_digits(value, digits, ROUND_HALF_UP)
 
 
+def numeric_cast(value, precision, scale):
+    """`value::numeric(precision, scale)`: rounded half away from zero to `scale`, and refused past `precision`'s
+    digits, as Postgres casts."""
+    cut = _to_digits(value, scale, ROUND_HALF_UP)
+    if isinstance(cut, (int, float)) and math.isfinite(cut) and abs(cut) >= 10 ** (int(precision) - int(scale)):
+        raise ValueError("numeric field overflow")
+    return cut
+
+
 def _to_digits(value, digits, rounding: str):
     """`value` cut or rounded to `digits`: a whole number as an integer, where it fits SQLite's, else a double
     (digits past a double's 17 change nothing)."""
@@ -797,5 +806,5 @@ FUNCTIONS = {
     "icesink_subscript": (2, subscript), "icesink_integer": (2, integer), "icesink_text": (1, moment_text), "regexp_replace": (-1, regexp_replace),
     "regexp_match": (-1, regexp_match), "array_to_string": (-1, array_to_string), "array_length": (-1, array_length),
     "cardinality": (1, cardinality), "date_bin": (3, date_bin), "to_char": (2, to_char),
-    "rint": (1, rint), "icesink_float_text": (2, float_text), "icesink_numeric_text": (2, numeric_text), "icesink_trunc": (2, trunc), "icesink_round": (2, round_digits), "jsonb_array_length": (1, jsonb_array_length), "jsonb_typeof": (1, jsonb_typeof),
+    "rint": (1, rint), "icesink_float_text": (2, float_text), "icesink_numeric_text": (2, numeric_text), "icesink_trunc": (2, trunc), "icesink_round": (2, round_digits), "icesink_numeric": (3, numeric_cast), "jsonb_array_length": (1, jsonb_array_length), "jsonb_typeof": (1, jsonb_typeof),
 }

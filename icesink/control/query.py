@@ -566,8 +566,8 @@ def bind_query(query: ast.Query, resolve: Resolver, outer: _Scope | None = None)
     elif all(op in ("UNION", "UNION DISTINCT") for op in query.set_operators):
         keys = [frozenset(c.name for c in columns)]
     if query.set_operators:
-        _compare_numbers_as_numbers(query.cores, bound_cores)
-        columns = _shared_scales([other for _, other, _ in bound_cores])
+        types = _unify_set_columns(query.cores, bound_cores)
+        columns = _shared_scales([other for _, other, _ in bound_cores], types)
     return BoundQuery(tuple(columns), tuple(keys), tuple(relations))
 
 
@@ -593,37 +593,55 @@ def output_scales(columns) -> tuple[int | None, ...]:
     return tuple(scales)
 
 
-def _shared_scales(cores_columns: list[list[Column]]) -> list[Column]:
-    """A set operation's output columns, each with the scale its queries' columns share (none where they differ:
-    Postgres keeps each value's own)."""
+def _shared_scales(cores_columns: list[list[Column]], types: list[str]) -> list[Column]:
+    """A set operation's output columns, of `types`, each with the scale its queries' columns share (none where
+    they differ: Postgres keeps each value's own)."""
     shared = []
     for at, column in enumerate(cores_columns[0]):
         scales = set()
         for columns in cores_columns:
             noted, scale = render.column_scale(columns[at])
             scales.add(scale if noted else declared_scale(columns[at].type))
-        shared.append(Column(column.name, column.type, column.nullable))
+        shared.append(Column(column.name, types[at], column.nullable))
         render.record_column_scale(shared[-1], scales.pop() if len(scales) == 1 else None)
         if any(render.is_computed(columns[at]) for columns in cores_columns):
             render.record_computed(shared[-1])
     return shared
 
 
-def _compare_numbers_as_numbers(cores, bound_cores) -> None:
-    """A numeric column of UNION, INTERSECT and EXCEPT holds numbers, which compare and order as Postgres's: SQLite
-    holds a stored numeric as its text and one computed (n * 1, 2.5) as a double, which it never takes as equal (n
-    UNION n * 1 kept both) and orders after every number. Unless each query gives a column as it is stored (which
-    its collation compares as a number, and which keeps every digit), each query's value is read as a double; a
-    column that `*` gives keeps the store's text, and then so do the others."""
+def _unify_set_columns(cores, bound_cores) -> list[str]:
+    """Each column of UNION, INTERSECT and EXCEPT of its queries' common type, as Postgres resolves it (an integer
+    beside a double is a double, a date beside a timestamp its midnight), each query's values read as that type
+    where SQLite holds them otherwise (x / 2 of an integer among doubles truncated; a date kept its text).
+    A numeric column holds numbers, which compare and order as Postgres's: SQLite holds a stored numeric as its
+    text and one computed (n * 1, 2.5) as a double, which it never takes as equal (n UNION n * 1 kept both) and
+    orders after every number; unless each query gives it as it is stored (which its collation compares as a
+    number, and which keeps every digit), each query's value is read as a double. A column that `*` gives keeps
+    what it holds, and then so do the others."""
+    types = []
     for i in range(len(bound_cores[0][1])):
-        if not any(base_type(b[1][i].type) == "numeric" for b in bound_cores):
-            continue
+        kinds = [b[1][i].type for b in bound_cores]
+        common = kinds[0]
+        for kind in kinds[1:]:
+            if base_type(kind) == base_type(common) or kind == UNKNOWN:
+                continue
+            if common == UNKNOWN or base_type(common) in NUMERIC_ORDER and base_type(kind) in NUMERIC_ORDER:
+                common = _wider(common, kind)
+            elif base_type(common) in _WIDENING and base_type(kind) in _WIDENING:
+                common = max(common, kind, key=lambda k: _WIDENING.index(base_type(k)))
+        types.append(common)
         values = [origins[i] for _, _, origins in bound_cores]
-        written = [any(v is item.expr for item in core.items) for v, core in zip(values, cores)]
-        if all(written) and not all(_stored(v) for v in values):
-            for value in values:
-                render.record_widening(value, "double precision")
-
+        if not all(any(v is item.expr for item in core.items) for v, core in zip(values, cores)):
+            continue
+        target = base_type(common)
+        if target == "numeric" and not all(_stored(v) for v in values):
+            target = "double precision"
+        elif target == "numeric" or target not in ("real", "double precision", *_WIDENING):
+            continue
+        for value, kind in zip(values, kinds):
+            if base_type(kind) != target:
+                render.record_widening(value, target)
+    return types
 
 
 def _order_numbers_as_numbers(order_by, scope: _Scope, columns, origins, resolve: Resolver) -> None:

@@ -218,7 +218,8 @@ def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
         return exp.Anonymous(this="icesink_text", expressions=[exp.Cast(this=value, to=to)])
     if to.is_type(exp.DataType.Type.DECIMAL) and to.expressions:  # numeric(p) is numeric(p, 0)
         scale = to.expressions[1].name if len(to.expressions) == 2 else "0"
-        return exp.Anonymous(this="icesink_round", expressions=[value, exp.Literal.number(scale)])
+        return exp.Anonymous(this="icesink_numeric", expressions=[
+            value, exp.Literal.number(to.expressions[0].name), exp.Literal.number(scale)])
     if to.is_type(exp.DataType.Type.BOOLEAN) and _repeatable(value):
         text = exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string("boolean"), exp.Null(), value.copy()])
         return exp.Case(ifs=[exp.If(this=typeof_is(value, "text"), true=text)],
