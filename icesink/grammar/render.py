@@ -260,8 +260,8 @@ def record_column_scale(column, scale) -> None:
     """Notes the scale (None: none fixed) of a subquery's or a set operation's output `column`, which each reference
     to it takes, rather than its type's declared one (floor(n) of a numeric(10,2) has none), inside `typed()`."""
     recorded = _operand_types.get()
-    if recorded is not None:
-        recorded[("column scale", id(column))] = scale
+    if recorded is not None:  # the column kept with it: a column gone would leave its id to another object
+        recorded[("column scale", id(column))] = (column, scale)
 
 
 def record_computed(node) -> None:
@@ -269,19 +269,19 @@ def record_computed(node) -> None:
     as it computed it (a double, or max(n)'s text) rather than as the store keeps one, inside `typed()`."""
     recorded = _operand_types.get()
     if recorded is not None:
-        recorded[("computed", id(node))] = True
+        recorded[("computed", id(node))] = node  # kept: a node gone would leave its id to another object
 
 
 def is_computed(node) -> bool:
     recorded = _operand_types.get()
-    return recorded is not None and ("computed", id(node)) in recorded
+    return recorded is not None and recorded.get(("computed", id(node))) is node
 
 
 def column_scale(column) -> tuple[bool, int | None]:
     """Whether a scale was noted for `column`, and which."""
     recorded = _operand_types.get()
-    key = ("column scale", id(column))
-    return (False, None) if recorded is None or key not in recorded else (True, recorded[key])
+    noted, scale = (None, None) if recorded is None else recorded.get(("column scale", id(column)), (None, None))
+    return (True, scale) if noted is column else (False, None)
 
 
 def scale(node):
