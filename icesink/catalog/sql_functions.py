@@ -573,7 +573,12 @@ def numeric_text(value, scale: int):
 def _digits_for(number: Decimal, scale: int) -> Context:
     """A context that keeps every digit of `number` quantized to `scale` (the default one keeps 28; Postgres's
     scale goes to 16,383)."""
-    return Context(prec=max(28, number.adjusted() + scale + 2))
+    return _context(max(28, number.adjusted() + scale + 2))
+
+
+@lru_cache(maxsize=None)
+def _context(digits: int) -> Context:  # one per precision: a value's text is written without making one
+    return Context(prec=digits)
 
 
 def trunc(value, digits):

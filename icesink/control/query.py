@@ -59,9 +59,9 @@ def check_distinct_on_order(query: ast.Query) -> None:
         aliases = {item.alias.value: item.expr for item in items if item.alias is not None}
 
         def expression(expr):
-            if isinstance(expr, ast.Literal) and expr.type == "numeric" and str(expr.value).isdigit() and (
-                    1 <= int(expr.value) <= len(items)):
-                return items[int(expr.value) - 1].expr
+            index = _ordinal(expr, len(items))
+            if index is not None:
+                return items[index].expr
             if isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in aliases:
                 return aliases[expr.column]
             return expr
@@ -201,16 +201,35 @@ def _common_type(values: list, types: list[str]) -> str:
         return next((t for t in types if t != UNKNOWN), UNKNOWN)
     common = known[0]
     for kind in known[1:]:
-        if base_type(common) in NUMERIC_ORDER:
-            common = _wider(common, kind)
-        elif base_type(common) in _WIDENING and base_type(kind) in _WIDENING:  # coalesce(d, ts) is a timestamp
-            common = max(common, kind, key=lambda k: _WIDENING.index(base_type(k)))
+        common = _unified(common, kind)
     for value, kind in zip(values, types):
         if _text_literal(value):
             _check_beside_text(value, kind, _NO_COLUMN, common, "=", value.pos)
         elif base_type(kind) in _WIDENING and base_type(common) in _WIDENING and base_type(kind) != base_type(common):
             render.record_widening(value, base_type(common))  # the store's text of a date is not a timestamp's
     return common
+
+
+def _unified(common: str, kind: str) -> str:
+    """The type values of `common` and of `kind` share, as Postgres resolves it: the wider number, the wider moment
+    (coalesce(d, ts) is a timestamp); else `common` (its declared precision kept where the kinds agree)."""
+    if kind == UNKNOWN or base_type(kind) == base_type(common):
+        return common
+    if common == UNKNOWN or base_type(common) in NUMERIC_ORDER and base_type(kind) in NUMERIC_ORDER:
+        return _wider(common, kind)
+    if base_type(common) in _WIDENING and base_type(kind) in _WIDENING:
+        return max(common, kind, key=lambda k: _WIDENING.index(base_type(k)))
+    return common
+
+
+def _is_ordinal(expr) -> bool:
+    """`ORDER BY 2`, `GROUP BY 1`: a position among the outputs."""
+    return isinstance(expr, ast.Literal) and expr.type == "numeric" and str(expr.value).isdigit()
+
+
+def _ordinal(expr, count: int) -> int | None:
+    """The output an ordinal names (from 0), if it is one within `count` outputs."""
+    return int(expr.value) - 1 if _is_ordinal(expr) and 1 <= int(expr.value) <= count else None
 
 
 def _text_literal(node) -> bool:
@@ -263,8 +282,7 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
         column = scope.lookup(expr)
         if render.is_computed(column):  # held as SQLite computed it, not as the store keeps a numeric
             render.record_computed(expr)
-        noted, scale = render.column_scale(column)
-        render.record_scale(expr, scale if noted else numeric_scale(expr, column.type, render.scale))
+        render.record_scale(expr, _column_scale(column))
         return column.type
     kind = _type_of(expr, scope, resolve)
     render.record_scale(expr, numeric_scale(expr, kind, render.scale))  # its operands' noted first
@@ -276,8 +294,6 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         if expr.type == "numeric":
             return "integer" if str(expr.value).isdigit() else "numeric"
         return {"null": UNKNOWN}.get(expr.type, expr.type)
-    if isinstance(expr, ast.ColumnRef):
-        return scope.lookup(expr).type
     if isinstance(expr, ast.Cast):
         operand, target = _expr_type(expr.expr, scope, resolve), normalize(expr.type)
         render.record_types(expr, (base_type(operand), target))  # a truth value's text, a double's rounding
@@ -438,11 +454,7 @@ def _from_scope(core: ast.SelectCore, resolve: Resolver, relations: list[Relatio
         if isinstance(item, ast.TableRef):
             relation = resolve(item)
             relations.append(relation)
-            for column, scale in zip(relation.columns or (), relation.scales):  # a view's, what its query computes
-                render.record_column_scale(column, scale)
-            for column, computed in zip(relation.columns or (), relation.computed):
-                if computed:
-                    render.record_computed(column)
+            _note_view_columns(relation)
             scope.add(item.alias.value if item.alias else item.name.name, relation, relation.columns)
         elif isinstance(item, (ast.FunctionRef, ast.ShowRef)):  # a table function's or SHOW's rows: columns unknown
             name = item.alias.value if item.alias else getattr(getattr(item, "call", None), "name", ast.Name("")).value
@@ -460,6 +472,15 @@ def _from_scope(core: ast.SelectCore, resolve: Resolver, relations: list[Relatio
         for join in from_item.joins:
             add(join.right)
     return scope
+
+
+def _note_view_columns(relation: Relation) -> None:
+    """A view's columns as its query computes them: their scales, and which numerics it computes."""
+    for column, scale, computed in zip(relation.columns or (), relation.scales, relation.computed or
+                                       (False,) * len(relation.scales)):
+        render.record_column_scale(column, scale)
+        if computed:
+            render.record_computed(column)
 
 
 def _bind_core(core: ast.SelectCore, resolve: Resolver, relations: list[Relation], outer: _Scope | None = None):
@@ -507,9 +528,9 @@ def _in_scope(scope: _Scope, ref: ast.ColumnRef) -> bool:
 
 def _output_of(expr, names: list[str], origins: list, scope: _Scope) -> str | None:
     """The output column an expression of GROUP BY or DISTINCT ON is (by ordinal, or the same expression), if any."""
-    if isinstance(expr, ast.Literal) and expr.type == "numeric" and str(expr.value).isdigit():
-        index = int(expr.value) - 1
-        return names[index] if 0 <= index < len(names) else None
+    if _is_ordinal(expr):
+        index = _ordinal(expr, len(names))
+        return None if index is None else names[index]
     matches = [n for n, o in zip(names, origins) if o == expr or _same_column(o, expr)]
     if not matches and isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names and (
             not _in_scope(scope, expr)):
@@ -585,12 +606,14 @@ def computed_columns(columns) -> tuple[bool, ...]:
 def output_scales(columns) -> tuple[int | None, ...]:
     """Each output column's numeric scale where the query fixes one (numeric_scale.py): what it computes, or a
     stored column's declared scale; None for another type or where none is fixed."""
-    scales = []
-    for column in columns or ():
-        noted, scale = render.column_scale(column)
-        numeric = base_type(column.type) == "numeric"
-        scales.append((scale if noted else declared_scale(column.type)) if numeric else None)
-    return tuple(scales)
+    return tuple(_column_scale(c) if base_type(c.type) == "numeric" else None for c in columns or ())
+
+
+def _column_scale(column: Column) -> int | None:
+    """The scale noted for a subquery's, a set operation's or a view's column (what its query computes), else its
+    type's (a stored column's: an integer's 0, a numeric's declared one)."""
+    noted, scale = render.column_scale(column)
+    return scale if noted else 0 if base_type(column.type) in INTEGERS else declared_scale(column.type)
 
 
 def _shared_scales(cores_columns: list[list[Column]], types: list[str]) -> list[Column]:
@@ -598,10 +621,7 @@ def _shared_scales(cores_columns: list[list[Column]], types: list[str]) -> list[
     they differ: Postgres keeps each value's own)."""
     shared = []
     for at, column in enumerate(cores_columns[0]):
-        scales = set()
-        for columns in cores_columns:
-            noted, scale = render.column_scale(columns[at])
-            scales.add(scale if noted else declared_scale(columns[at].type))
+        scales = {_column_scale(columns[at]) for columns in cores_columns}
         shared.append(Column(column.name, types[at], column.nullable))
         render.record_column_scale(shared[-1], scales.pop() if len(scales) == 1 else None)
         if any(render.is_computed(columns[at]) for columns in cores_columns):
@@ -623,12 +643,7 @@ def _unify_set_columns(cores, bound_cores) -> list[str]:
         kinds = [b[1][i].type for b in bound_cores]
         common = kinds[0]
         for kind in kinds[1:]:
-            if base_type(kind) == base_type(common) or kind == UNKNOWN:
-                continue
-            if common == UNKNOWN or base_type(common) in NUMERIC_ORDER and base_type(kind) in NUMERIC_ORDER:
-                common = _wider(common, kind)
-            elif base_type(common) in _WIDENING and base_type(kind) in _WIDENING:
-                common = max(common, kind, key=lambda k: _WIDENING.index(base_type(k)))
+            common = _unified(common, kind)
         types.append(common)
         values = [origins[i] for _, _, origins in bound_cores]
         if not all(any(v is item.expr for item in core.items) for v, core in zip(values, cores)):
@@ -651,9 +666,8 @@ def _order_numbers_as_numbers(order_by, scope: _Scope, columns, origins, resolve
     names = [c.name for c in columns]
     for item in order_by:
         expr = item.expr
-        if isinstance(expr, ast.Literal) and expr.type == "numeric" and str(expr.value).isdigit():
-            index = int(expr.value) - 1
-            output = index if 0 <= index < len(names) else None
+        if _is_ordinal(expr):
+            output = _ordinal(expr, len(names))
         elif isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names:
             output = names.index(expr.column)  # an output's name comes before an input column's, as in Postgres
         else:
