@@ -497,6 +497,13 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     # a set operation's column is of its queries' common type: an integer among doubles, a date among timestamps
     "SELECT x / 2, (SELECT TIMESTAMP '2024-01-02 10:00' UNION ALL SELECT DATE '2024-01-02' ORDER BY 1 LIMIT 1)::text "
     "FROM (SELECT g AS x FROM fruit UNION ALL SELECT 2.5::float8) d ORDER BY 1",
+    # IS DISTINCT FROM a subquery (a traceback); a whole number cut or rounded still divides as a numeric
+    "SELECT g, n IS DISTINCT FROM (SELECT max(n) FROM fruit), n::numeric(10) / 4 = 0.75, trunc(n, 0) / 4 = 0.5, "
+    "round(n, -1) / 4 = 2.5 FROM fruit ORDER BY g",
+    # % of numerics past a double's digits
+    "SELECT 1e30 % 7, 2.50 % 0.000000000000000000000000001 = 0",
+    # a NULL beside a stored numeric column keeps its digits
+    "SELECT n FROM fruit UNION ALL SELECT NULL ORDER BY 1",
     # a negative interval's days, as Postgres writes them
     "SELECT (TIMESTAMP '2024-01-01' - TIMESTAMP '2024-01-02')::text, (TIMESTAMP '2024-01-01' - TIMESTAMP "
     "'2024-01-02 01:00')::text",
@@ -541,3 +548,17 @@ def test_a_cast_past_a_numeric_precision_is_refused_as_postgres_refuses_it(sessi
     session.execute(FRUIT_TABLE)
     assert error_of(session, query).message == refused.value.diag.message_primary == "numeric field overflow"
     assert session.execute("SELECT n::numeric(5,2) FROM fruit ORDER BY g")[-1].rows[2] == ("100.25",)
+
+
+def test_a_set_operation_of_integer_and_numeric_columns_and_an_ordered_series_answer_as_postgres_does(session,
+                                                                                                      postgres):
+    """An integer column beside a stored numeric one in UNION: SQLite never took 2 equal to '2.00' (three rows
+    came out four); ORDER BY the output of a series in the select list (no such function, once ordered as a
+    number)."""
+    table = "CREATE TABLE mix (i int, n numeric(10,2)); INSERT INTO mix VALUES (2, 2.00), (10, 3.00)"
+    session.execute(table)
+    query = "SELECT count(*) FROM (SELECT i FROM mix UNION SELECT n FROM mix) s"
+    assert session.execute(query)[-1].rows == _postgres_rows(postgres, table, "mix", query) == [(3,)]
+    query = "SELECT generate_series(1, 3) * 1.5 AS x ORDER BY x DESC"
+    expected = [tuple(float(v) for v in row) for row in _postgres_rows(postgres, table, "mix", query)]
+    assert session.execute(query)[-1].rows == expected == [(4.5,), (3.0,), (1.5,)]

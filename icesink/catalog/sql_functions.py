@@ -596,14 +596,14 @@ def numeric_cast(value, precision, scale):
     """`value::numeric(precision, scale)`: rounded half away from zero to `scale`, and refused past `precision`'s
     digits, as Postgres casts."""
     cut = _to_digits(value, scale, ROUND_HALF_UP)
-    if isinstance(cut, (int, float)) and math.isfinite(cut) and abs(cut) >= 10 ** (int(precision) - int(scale)):
+    if isinstance(cut, float) and math.isfinite(cut) and abs(cut) >= 10 ** (int(precision) - int(scale)):
         raise ValueError("numeric field overflow")
     return cut
 
 
 def _to_digits(value, digits, rounding: str):
-    """`value` cut or rounded to `digits`: a whole number as an integer, where it fits SQLite's, else a double
-    (digits past a double's 17 change nothing)."""
+    """`value` cut or rounded to `digits`, a double (digits past a double's 17 change nothing), which divides as a
+    numeric does (an integer would truncate: n::numeric(10) / 2); shown whole by its scale."""
     if value is None or digits is None:
         return None
     try:
@@ -614,8 +614,6 @@ def _to_digits(value, digits, rounding: str):
         return value
     digits = max(-400, min(400, int(digits)))
     cut = number.quantize(Decimal(1).scaleb(-digits), rounding, _digits_for(number, digits))
-    if digits <= 0 and abs(cut) < 2 ** 63:
-        return int(cut)
     return float(cut) + 0.0  # not -0.0
 
 
@@ -798,8 +796,8 @@ AGGREGATES = {"stddev": _spread(False, True), "stddev_samp": _spread(False, True
 
 # name in SQLite: (number of arguments, -1 for any; the function)
 FUNCTIONS = {
-    "repeat": (2, repeat), "icesink_left": (2, left), "icesink_right": (2, right), "md5": (1, md5), "upper": (1, upper), "replace": (3, replace),
-    "lower": (1, lower),
+    "repeat": (2, repeat), "icesink_left": (2, left), "icesink_right": (2, right), "md5": (1, md5), "icesink_upper": (1, upper),
+    "icesink_replace": (3, replace), "icesink_lower": (1, lower),
     "icesink_concat": (-1, concat), "lpad": (-1, lpad), "rpad": (-1, rpad), "split_part": (3, split_part),
     "icesink_date_trunc": (2, date_trunc), "icesink_row": (-1, row), "icesink_plus_interval": (3, plus_interval),
     "date_part": (2, date_part), "concat_ws": (-1, concat_ws), "initcap": (1, initcap),

@@ -10,7 +10,7 @@ import sqlite3
 import threading
 import time
 import zlib
-from decimal import Decimal
+from decimal import Context, Decimal
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -85,8 +85,10 @@ def modulo(a, b):
     if b == 0 or not (math.isfinite(a) and math.isfinite(b)):
         return math.fmod(a, b)
     # by the decimal digits a numeric has (Postgres has % of numerics, not of doubles): 1.25 % 0.01 is 0, where
-    # the doubles' remainder is 0.00999…
-    return float(Decimal(repr(float(a))) % Decimal(repr(float(b))))
+    # the doubles' remainder is 0.00999…; past a double's 17 digits, with as many as the operands need
+    dividend, divisor = Decimal(repr(float(a))), Decimal(repr(float(b)))
+    digits = max(28, dividend.adjusted() - divisor.as_tuple().exponent + 2)
+    return float(Context(prec=digits).remainder(dividend, divisor))
 
 
 def share(value, parts):

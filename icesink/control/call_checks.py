@@ -12,8 +12,7 @@ from ..catalog.sqlite import add_functions
 from ..catalog.sql_functions import postgres_regex, regex_options, time_zone
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
-from ..grammar.query_builder import CLOCK_FUNCTIONS
-from .query import walk
+from .query import UNMATERIALIZABLE, walk
 from .sqlite_sql import sqlite_sql
 
 
@@ -24,9 +23,6 @@ def check_table_functions(query: ast.Query) -> None:
             raise NotSupportedYet(f"the table function {node.call.name.value}() is not supported yet; "
                                   "generate_series() is", node.call.name.pos)
 
-
-# functions whose value changes while a view's inputs do not: Materialize refuses them in a materialized view
-UNMATERIALIZABLE = CLOCK_FUNCTIONS | {"now", "random"}
 
 
 def check_functions(query, materialized: bool = False) -> None:

@@ -10,6 +10,7 @@ from ..engine.values import InvalidValue, input_function
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
 from ..grammar.output_names import output_name
+from ..grammar.query_builder import CLOCK_FUNCTIONS
 from .numeric_scale import declared_scale, numeric_scale
 from .types import INTEGERS, NUMERIC_ORDER, UNKNOWN, Column, base_type, normalize
 
@@ -95,6 +96,8 @@ _TEXT_FUNCTIONS = {"lower", "upper", "concat", "substr", "substring", "trim", "b
 _PASSTHROUGH = {"min", "max", "abs", "coalesce", "nullif", "greatest", "least", "round", "floor", "ceil", "ceiling",
                 "trunc", "date_trunc", "first_value", "last_value", "any_value", "gcd", "lcm"}
 _ROUNDING = ("round", "floor", "ceil", "ceiling", "trunc")
+# functions whose value changes while a view's inputs do not: Materialize refuses them in a materialized view
+UNMATERIALIZABLE = CLOCK_FUNCTIONS | {"now", "random"}
 _SPREADS = {"stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop"}
 
 
@@ -337,11 +340,10 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         return "boolean" if expr.op == "NOT" else inner
     if isinstance(expr, ast.Predicate):
         types = [_expr_type(o, scope, resolve) for o in expr.operands if not isinstance(o, ast.Subquery)]
-        if expr.kind in ("in", "between") and not any(isinstance(o, ast.Subquery) for o in expr.operands):
-            for operand, kind in zip(expr.operands[1:], types[1:]):  # each compared with the first
-                _compared(expr.operands[0], types[0], operand, kind, "=", expr.pos, in_list=expr.kind == "in")
-        if expr.kind == "is_distinct":
-            _compared(expr.operands[0], types[0], expr.operands[1], types[1], "=", expr.pos)
+        compared = expr.kind in ("in", "between", "is_distinct") and len(types) == len(expr.operands)  # not of
+        # a subquery's rows, which `types` leaves out
+        for operand, kind in zip(expr.operands[1:], types[1:]) if compared else ():  # each compared with the first
+            _compared(expr.operands[0], types[0], operand, kind, "=", expr.pos, in_list=expr.kind == "in")
         if expr.kind == "is" and base_type(types[0]) not in ("boolean", UNKNOWN) and not _text_literal(
                 expr.operands[0]):
             truth = {True: "TRUE", False: "FALSE", None: "UNKNOWN"}[expr.operands[1].value]
@@ -648,13 +650,14 @@ def _unify_set_columns(cores, bound_cores) -> list[str]:
         values = [origins[i] for _, _, origins in bound_cores]
         if not all(any(v is item.expr for item in core.items) for v, core in zip(values, cores)):
             continue
-        target = base_type(common)
-        if target == "numeric" and not all(_stored(v) for v in values):
-            target = "double precision"
+        target, null = base_type(common), [isinstance(v, ast.Literal) and v.type == "null" for v in values]
+        if target == "numeric" and not all(n or _stored(v) and base_type(k) == "numeric"
+                                           for v, k, n in zip(values, kinds, null)):
+            target = "double precision"  # SQLite never takes an integer or a double equal to a numeric's text
         elif target == "numeric" or target not in ("real", "double precision", *_WIDENING):
-            continue
-        for value, kind in zip(values, kinds):
-            if base_type(kind) != target:
+            continue  # stored numerics alone (or beside NULL), which their collation compares, every digit kept
+        for value, kind, is_null in zip(values, kinds, null):
+            if base_type(kind) != target and not is_null:
                 render.record_widening(value, target)
     return types
 
@@ -683,7 +686,8 @@ def _order_numbers_as_numbers(order_by, scope: _Scope, columns, origins, resolve
             continue
         if origin is expr:
             render.record_widening(expr, "double precision")
-        else:
+        elif not any(isinstance(n, ast.FunctionCall) and n.name.value in (*UNMATERIALIZABLE, "generate_series")
+                     for n in walk(origin)):  # ordered by the output's expression again, which must give its value
             render.record_ordered_as_number(expr, origin)
 
 

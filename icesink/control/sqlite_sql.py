@@ -65,7 +65,11 @@ _FUNCTION_NAMES = {exp.Repeat: ("repeat", ("this", "times")), exp.Left: ("icesin
                    exp.SplitPart: ("split_part", ("this", "delimiter", "part_index")),
                    exp.Pad: (None, ("this", "expression", "fill_pattern")),
                    exp.RegexpLike: ("icesink_regex", ("this", "expression")),
-                   exp.RegexpILike: ("icesink_iregex", ("this", "expression"))}
+                   exp.RegexpILike: ("icesink_iregex", ("this", "expression")),
+                   # SQLite has these, changing ASCII letters alone, and keeping the text beside a NULL: icesink's
+                   # are Postgres's, by names of their own, so that an index a sink built on SQLite's keeps its keys
+                   exp.Upper: ("icesink_upper", ("this",)), exp.Lower: ("icesink_lower", ("this",)),
+                   exp.Replace: ("icesink_replace", ("this", "expression", "replacement"))}
 
 
 def _arguments(node: exp.Expression, names: tuple[str, ...]) -> list[exp.Expression]:
@@ -102,9 +106,12 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Cast):
             return _cast(node, replace)
         if isinstance(node, (exp.Like, exp.ILike)) and not isinstance(node.parent, exp.Escape):
-            # Postgres's LIKE takes a backslash as its escape (`'a\_b'` matches an underscore); SQLite's has none
-            like = type(node)(this=node.this.transform(replace), expression=node.expression.transform(replace))
-            return exp.Escape(this=like, expression=exp.Literal.string("\\"))
+            # Postgres's LIKE takes a backslash as its escape (`'a\_b'` matches an underscore); SQLite's has none;
+            # ILIKE is LIKE of both sides in lower case, Postgres's
+            sides = [side.transform(replace) for side in (node.this, node.expression)]
+            if isinstance(node, exp.ILike):
+                sides = [exp.Anonymous(this="icesink_lower", expressions=[side]) for side in sides]
+            return exp.Escape(this=exp.Like(this=sides[0], expression=sides[1]), expression=exp.Literal.string("\\"))
         if type(node) in _CLOCK:  # SQLite's own keep seconds alone, and no zone
             return sqlglot.parse_one(_CLOCK[type(node)], read="sqlite")
         if isinstance(node, exp.ArraySize):  # array_length(a, dimension): SQLite's writer would leave the dimension
