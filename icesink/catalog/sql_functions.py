@@ -592,6 +592,17 @@ def round_digits(value, digits):
     return _to_digits(value, digits, ROUND_HALF_UP)
 
 
+def _within(value, digits: int) -> bool:
+    """Whether a number, or a number's plain text, has no more than `digits` after the point."""
+    if isinstance(value, int) or isinstance(value, float) and value.is_integer():
+        return True
+    plain = _PLAIN_NUMBER.fullmatch(value) if isinstance(value, str) else None
+    return plain is not None and len(plain.group(1) or ".") - 1 <= digits
+
+
+_PLAIN_NUMBER = re.compile(r"\s*[-+]?\d+(\.\d*)?\s*")
+
+
 def numeric_cast(value, precision, scale):
     """`value::numeric(precision, scale)`: rounded half away from zero to `scale`, and refused past `precision`'s
     digits, as Postgres casts."""
@@ -606,6 +617,8 @@ def _to_digits(value, digits, rounding: str):
     numeric does (an integer would truncate: n::numeric(10) / 2); shown whole by its scale."""
     if value is None or digits is None:
         return None
+    if int(digits) >= 0 and _within(value, int(digits)):  # as it is: no digit to cut (a stored numeric's text)
+        return float(value) + 0.0
     try:
         number = Decimal(repr(value) if isinstance(value, float) else str(value).strip())
     except ArithmeticError:
