@@ -336,6 +336,21 @@ def test_rename_keeps_dependents_working(planned):
     planned.execute("DROP SECRET password CASCADE")
 
 
+def test_a_view_answers_the_same_after_what_it_reads_or_itself_is_renamed(session):
+    """A view's stored query is written with its operands' types (a truth value's text, a date compared as a
+    timestamp); a rename of what it reads, or of the view, keeps them."""
+    session.execute("CREATE TABLE t (id int, ok boolean, d date, ts timestamp); "
+                    "INSERT INTO t VALUES (1, true, '2024-01-01', '2024-01-01 00:00:00'); "
+                    "CREATE MATERIALIZED VIEW v AS SELECT DISTINCT ON (id) *, ok::text AS o, ts = d AS same FROM t "
+                    "ORDER BY id")
+    before = rows(session, "SELECT * FROM v")
+    assert before == [(1, True, "2024-01-01", "2024-01-01 00:00:00", "true", True)]
+    session.execute("ALTER TABLE t RENAME TO t2")
+    assert rows(session, "SELECT * FROM v") == before
+    session.execute("ALTER MATERIALIZED VIEW v RENAME TO w")
+    assert rows(session, "SELECT * FROM w") == before
+
+
 def test_alter_sink_commit_interval(planned):
     planned.execute(sink("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '10s')"))
     planned.execute("ALTER SINK s SET (COMMIT INTERVAL = '1min')")

@@ -8,10 +8,10 @@ from ..engine.tables import is_engine_table
 from ..errors import CatalogError, NotSupportedYet, PlanError
 from ..grammar import ast
 from ..grammar.parser import parse_statement
-from ..grammar.render import name_sql, query, statement_sql, stored_sql, subsource_sql
+from ..grammar.render import name_sql, statement_sql, subsource_sql
 from ..recursion import deep_recursion
 from .binder import KIND_WORDS, Binder, describe
-from .create import named_types, plan_alter_connection
+from .create import named_types, plan_alter_connection, view_descriptor
 from .plans import AddColumnPlan, DropPlan, NoticePlan, SetSecretPlan, UpdatePlan
 from .query import walk
 from .sinks import alter_sink_input, alter_sink_options, misfit
@@ -48,12 +48,9 @@ def _rename(node, old: str, new: str, aliases: frozenset[str]):
 
 
 def restated(obj: CatalogObject, statement) -> CatalogObject:
-    """`obj` with its stored text (and a view's query) regenerated from `statement`."""
-    descriptor = obj.descriptor
-    if obj.kind == "materialized-view":
-        descriptor = dataclasses.replace(descriptor, query_sql=stored_sql(query(statement.query)))
+    """`obj` with its stored text regenerated from `statement`."""
     return dataclasses.replace(obj, create_sql=statement_sql(statement),
-                               redacted_create_sql=statement_sql(statement, redacted=True), descriptor=descriptor)
+                               redacted_create_sql=statement_sql(statement, redacted=True))
 
 
 def _renamed(binder: Binder, obj: CatalogObject, old: str, new: str, is_self: bool) -> CatalogObject:
@@ -73,7 +70,19 @@ def _renamed(binder: Binder, obj: CatalogObject, old: str, new: str, is_self: bo
             own = statement.name
             aliases = frozenset(n.alias.value for n in walk(statement) if isinstance(n, ast.TableRef) and n.alias)
             statement = dataclasses.replace(_rename(statement, old, new, aliases), name=own)
+            if obj.kind == "materialized-view":
+                obj = dataclasses.replace(obj, descriptor=_view_renamed(binder, statement.query, old, new))
         return dataclasses.replace(restated(obj, statement), name=new if is_self else obj.name)
+
+
+def _view_renamed(binder: Binder, renamed: ast.Query, old: str, new: str):
+    """A view's descriptor for its query once the object it reads as `old` is named `new`: planned as CREATE plans
+    it, so that its stored query is written with its operands' types as before."""
+    def resolve(ref: ast.TableRef):
+        if binder.item_name(ref.name) == new:
+            return binder.relation(dataclasses.replace(ref.name, parts=ref.name.parts[:-1] + (ast.Name(old),)))[1]
+        return binder.relation(ref.name)[1]
+    return view_descriptor(renamed, resolve)[0]
 
 
 def plan_alter(binder: Binder, stmt: ast.Alter, default_validation: bool = True):

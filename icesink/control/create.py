@@ -367,7 +367,15 @@ def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedVi
 
     check_qualified_columns(stmt.query)
     check_functions(stmt.query, materialized=True)
-    query = expand_distinct_on_stars(stmt.query, resolve)
+    descriptor, depends = view_descriptor(stmt.query, resolve)
+    return CreatePlan("materialized-view", "materialized-view", stmt.name.name, *_texts(stmt), descriptor, depends,
+                      _cluster(stmt))
+
+
+def view_descriptor(query: ast.Query, resolve) -> tuple[ViewDescriptor, tuple[str, ...]]:
+    """A materialized view's descriptor for its query, and the ids of the relations it reads; `resolve` gives a
+    table reference's relation."""
+    query = expand_distinct_on_stars(query, resolve)
     check_distinct_on_order(query)
     with render.typed():  # the stored text is written with its operands' types (a truth value's text)
         bound = bind_query(query, resolve)
@@ -376,5 +384,4 @@ def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedVi
                                     computed_columns(bound.columns))
     # a relation read only in a subquery (IN, EXISTS, a value) is one the view cannot lose either
     depends = tuple(dict.fromkeys([r.id for r in bound.relations] + [resolve(ref).id for ref in table_refs(query)]))
-    return CreatePlan("materialized-view", "materialized-view", stmt.name.name, *_texts(stmt), descriptor, depends,
-                      _cluster(stmt))
+    return descriptor, depends
