@@ -562,3 +562,42 @@ def test_a_set_operation_of_integer_and_numeric_columns_and_an_ordered_series_an
     query = "SELECT generate_series(1, 3) * 1.5 AS x ORDER BY x DESC"
     expected = [tuple(float(v) for v in row) for row in _postgres_rows(postgres, table, "mix", query)]
     assert session.execute(query)[-1].rows == expected == [(4.5,), (3.0,), (1.5,)]
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT g, s, count(*) FROM fruit GROUP BY s",  # Postgres's rule: a grouped query outputs its groups
+    "SELECT s FROM fruit GROUP BY s ORDER BY g",
+    "SELECT s, count(*) FROM fruit GROUP BY 1 HAVING max(n) > 1 AND g > 1",
+    "SELECT max(n), s FROM fruit",
+    "SELECT s, sum(g) OVER () FROM fruit GROUP BY s",
+    "SELECT upper(s), count(*) FROM fruit GROUP BY lower(s)",
+    "SELECT n AS s, count(*) FROM fruit GROUP BY s",  # an input column comes before an output's name
+    "SELECT f.* FROM fruit f JOIN fruit o ON o.g = f.g GROUP BY o.g",
+])
+def test_an_ungrouped_column_is_refused_as_postgres_refuses_it(session, postgres, query):
+    """SQLite took an ungrouped column's value from any row of the group, which each batch of a view's sink could
+    take differently; Postgres and Materialize refuse it, and icesink says what Postgres says, where it says it."""
+    import psycopg
+
+    with pytest.raises(psycopg.Error) as refused:
+        _postgres_rows(postgres, FRUIT_TABLE, "fruit CASCADE", query)
+    session.execute(FRUIT_TABLE)
+    error = error_of(session, query)
+    assert error.message == refused.value.diag.message_primary
+    assert error.position.column == int(refused.value.diag.statement_position)
+    view = error_of(session, f"CREATE MATERIALIZED VIEW v AS {query}")
+    assert view.message == refused.value.diag.message_primary
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT upper(f.s) AS u, count(*) FROM fruit f GROUP BY u ORDER BY upper(s)",
+    "SELECT s || '!', count(*) FROM fruit GROUP BY s ORDER BY 1",
+    "SELECT * FROM fruit GROUP BY g ORDER BY g",  # the primary key grouped decides the other columns
+    "SELECT s, sum(count(*)) OVER () FROM fruit GROUP BY s ORDER BY s",
+    "SELECT s FROM fruit f GROUP BY s HAVING EXISTS (SELECT 1 FROM fruit o WHERE o.s = f.s AND o.g > 1) ORDER BY s",
+    "SELECT s, (SELECT max(o.g) FROM fruit o WHERE o.s = f.s) FROM fruit f GROUP BY s ORDER BY s",
+])
+def test_a_grouped_query_postgres_answers_is_answered_alike(session, postgres, query):
+    session.execute(FRUIT_TABLE)
+    assert session.execute(query)[-1].rows == _as_shown(_postgres_rows(postgres, FRUIT_TABLE, "fruit CASCADE",
+                                                                       query))

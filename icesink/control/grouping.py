@@ -1,0 +1,122 @@
+"""Postgres's rule for a grouped query: what it outputs, filters by or orders by is grouped, an aggregate, or a
+column its grouped primary key decides. SQLite takes an ungrouped column from any row of the group, which a
+materialized view's batches would each take differently."""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import PlanError
+from ..grammar import ast
+
+class UngroupedColumn(PlanError):
+    """Refused by SELECT too (which leaves most of the binder's errors to SQLite's run): SQLite would answer."""
+
+
+# min and max of one argument: of two or more, SQLite's are scalar (Postgres's greatest and least)
+_AGGREGATES = frozenset({
+    "count", "sum", "avg", "min", "max", "total", "bool_and", "bool_or", "every", "string_agg", "array_agg",
+    "list_agg", "group_concat", "json_group_array", "json_group_object", "any_value", "stddev", "stddev_samp",
+    "stddev_pop", "variance", "var_samp", "var_pop"})
+
+
+def is_aggregate(node) -> bool:
+    """An aggregate call (not a window function's)."""
+    return (isinstance(node, ast.FunctionCall) and node.over is None and node.name.value.lower() in _AGGREGATES
+            and (node.name.value.lower() not in ("min", "max") or len(node.args) == 1))
+
+
+def _children(node):
+    if isinstance(node, tuple):
+        return node
+    if dataclasses.is_dataclass(node) and not isinstance(node, (ast.Subquery, ast.Query, ast.Name)):
+        return tuple(getattr(node, f.name) for f in dataclasses.fields(node) if f.compare)
+    return ()
+
+
+def _has_aggregate(node) -> bool:
+    """Whether `node` calls an aggregate at this level of the query (not in a subquery)."""
+    return is_aggregate(node) or any(_has_aggregate(child) for child in _children(node))
+
+
+def check_grouping(core: ast.SelectCore, scope, origins: list, names: list[str], order_by: tuple) -> None:
+    """Refuses, as Postgres does, an ungrouped column outside an aggregate in a grouped query's select list,
+    DISTINCT ON, HAVING or ORDER BY (`order_by`: the query's, when this core is the whole query). `origins`: the
+    expression behind each output, named `names`."""
+    ordering = [item.expr for item in order_by if not _names_output(item.expr, names)]
+    checked = [item.expr for item in core.items] + list(core.distinct_on) + [core.having] + ordering
+    if not (core.group_by or core.having is not None or any(_has_aggregate(expr) for expr in checked)):
+        return
+    Grouping(core, scope, origins, names).check(checked)
+
+
+def _names_output(expr, names: list[str]) -> bool:
+    """An ordinal, or an output's name: ORDER BY means the output then, which is checked itself."""
+    return (isinstance(expr, ast.Literal) and expr.type == "numeric") or (
+        isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names)
+
+
+class Grouping:
+    def __init__(self, core: ast.SelectCore, scope, origins: list, names: list[str]):
+        self.scope = scope
+        self.grouped = [self._grouped(expr, origins, names) for expr in core.group_by]
+        self.columns = {self.source(g) for g in self.grouped if isinstance(g, ast.ColumnRef)} - {None}
+        # a table whose primary key is grouped decides its other columns (Postgres's functional dependency)
+        self.decided = {alias for alias, relation, _ in scope.entries
+                        if relation is not None and relation.id and relation.primary_key
+                        and all((alias, k) in self.columns for k in relation.primary_key)}
+
+    def _grouped(self, expr, origins: list, names: list[str]):
+        """A GROUP BY entry as the expression it groups by (an ordinal's or an output name's)."""
+        if isinstance(expr, ast.Literal) and expr.type == "numeric" and str(expr.value).isdigit() and (
+                1 <= int(expr.value) <= len(origins)):
+            return origins[int(expr.value) - 1]
+        if isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names and (
+                self.source(expr) is None):
+            return origins[names.index(expr.column)]
+        return expr
+
+    def source(self, ref: ast.ColumnRef) -> tuple[str, str] | None:
+        """The FROM item and column `ref` reads at this level; None where it is an outer query's, or unknown."""
+        entries = [(alias, columns) for alias, _, columns in self.scope.entries if ref.qualifier in (None, alias)]
+        if any(columns is None for _, columns in entries):
+            return None
+        found = [(alias, c.name) for alias, columns in entries for c in columns if c.name == ref.column]
+        return found[0] if len(found) == 1 else None
+
+    def _same(self, a, b) -> bool:
+        """Whether two expressions compute the same, a column however it is qualified."""
+        if isinstance(a, ast.ColumnRef) and isinstance(b, ast.ColumnRef):
+            return a == b or (self.source(a) is not None and self.source(a) == self.source(b))
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, tuple):
+            return len(a) == len(b) and all(self._same(x, y) for x, y in zip(a, b))
+        if dataclasses.is_dataclass(a) and not isinstance(a, ast.Name):
+            return all(self._same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a) if f.compare)
+        return a == b
+
+    def check(self, exprs: list) -> None:
+        for expr in exprs:
+            if isinstance(expr, ast.Star):
+                self._check_star(expr)
+            else:
+                self._check(expr)
+
+    def _check_star(self, star: ast.Star) -> None:
+        qualifier = star.qualifier.value if star.qualifier else None
+        for alias, _, columns in self.scope.entries:
+            if qualifier in (None, alias):
+                for column in columns or ():
+                    self._check(ast.ColumnRef((ast.Name(alias, pos=star.pos), ast.Name(column.name))))
+
+    def _check(self, expr) -> None:
+        if expr is None or is_aggregate(expr) or any(self._same(expr, g) for g in self.grouped):
+            return
+        if isinstance(expr, ast.ColumnRef):
+            source = self.source(expr)
+            if source is None or source in self.columns or source[0] in self.decided:
+                return
+            raise UngroupedColumn(f'column "{source[0]}.{source[1]}" must appear in the GROUP BY clause or be used in an '
+                            "aggregate function", expr.pos)
+        for child in _children(expr):
+            self._check(child)
