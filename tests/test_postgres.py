@@ -490,6 +490,8 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     # ON and IS DISTINCT FROM compare as WHERE's comparisons do (a computed numeric as a number)
     "SELECT x.g FROM fruit x JOIN fruit y ON x.g = y.g AND coalesce(x.n, 0) > 50 ORDER BY 1",
     "SELECT g FROM fruit WHERE coalesce(n, 0) IS NOT DISTINCT FROM 2.5 ORDER BY 1",
+    # an IN list takes its left side's collation alone: a computed numeric there never equalled a column's text
+    "SELECT g, coalesce(n, 0) IN (n, 1), coalesce(n, 0) NOT IN (n) FROM fruit ORDER BY g",
     # LIKE's escape is a backslash, as Postgres's; a comparison compared keeps its parentheses
     "SELECT g, s LIKE 'a\\_b', replace(s, 'p', '_') LIKE '_\\_%', (ok <> false) > ok FROM fruit ORDER BY g",
     # a subquery's computed numeric compares and orders as a number

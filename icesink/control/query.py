@@ -247,11 +247,12 @@ def _compare_as_numbers(a, a_type: str, b, b_type: str, in_list: bool = False) -
     """A numeric compared as a number where SQLite would compare it as text: the store holds a numeric as its exact
     text, which a column's collation compares as a number, but a value computed from one (max(n), coalesce(n, 0),
     a CASE) has no collation, and SQLite orders any text above any number (`HAVING max(n) > 50` always held); an
-    IN list takes the left side's affinity alone (`10 IN (n)` never held). Such a value is read as a double."""
+    IN list takes the left side's affinity and collation alone (`10 IN (n)` and `coalesce(n, 0) IN (n)` never
+    held). Such a value is read as a double."""
     for side, kind, other, other_kind in ((a, a_type, b, b_type), (b, b_type, a, a_type)):
         if base_type(kind) != "numeric" or isinstance(side, ast.Literal):
             continue
-        column_beside = _stored(other) and base_type(other_kind) == "numeric"
+        column_beside = _stored(other) and base_type(other_kind) == "numeric" and not (in_list and side is a)
         if _stored(side) and not (in_list and side is b and not column_beside):
             continue
         if not column_beside:  # a numeric column beside it compares the two exactly, by its collation
