@@ -575,10 +575,17 @@ def test_a_set_operation_of_integer_and_numeric_columns_and_an_ordered_series_an
     "SELECT upper(s), count(*) FROM fruit GROUP BY lower(s)",
     "SELECT n AS s, count(*) FROM fruit GROUP BY s",  # an input column comes before an output's name
     "SELECT f.* FROM fruit f JOIN fruit o ON o.g = f.g GROUP BY o.g",
+    # a constant of GROUP BY or ORDER BY is a position among the outputs, or refused
+    "SELECT s FROM fruit GROUP BY s, 2.5",
+    "SELECT s FROM fruit ORDER BY 'x'",
+    "SELECT s, g FROM fruit ORDER BY -1",
+    "SELECT s FROM fruit GROUP BY 0",
+    "SELECT s FROM fruit UNION SELECT s FROM fruit ORDER BY 2",
 ])
-def test_an_ungrouped_column_is_refused_as_postgres_refuses_it(session, postgres, query):
+def test_an_ungrouped_column_and_a_constant_to_group_or_order_by_are_refused_as_postgres_refuses_them(session, postgres, query):
     """SQLite took an ungrouped column's value from any row of the group, which each batch of a view's sink could
-    take differently; Postgres and Materialize refuse it, and icesink says what Postgres says, where it says it."""
+    take differently; Postgres and Materialize refuse it, and icesink says what Postgres says, where it says it.
+    So with constants SQLite ordered or grouped by (`ORDER BY 'x'`), or positions it named otherwise."""
     import psycopg
 
     with pytest.raises(psycopg.Error) as refused:

@@ -8,7 +8,7 @@ import dataclasses
 from ..errors import PlanError
 from ..grammar import ast
 
-class UngroupedColumn(PlanError):
+class GroupingError(PlanError):
     """Refused by SELECT too (which leaves most of the binder's errors to SQLite's run): SQLite would answer."""
 
 
@@ -36,6 +36,23 @@ def _children(node):
 def _has_aggregate(node) -> bool:
     """Whether `node` calls an aggregate at this level of the query (not in a subquery)."""
     return is_aggregate(node) or any(_has_aggregate(child) for child in _children(node))
+
+
+def check_positions(clause: str, exprs, count: int) -> None:
+    """GROUP BY's or ORDER BY's constants as Postgres reads them: an integer is a position among the `count`
+    outputs, any other constant is refused (SQLite ordered by it, or grouped all rows as one)."""
+    for expr in exprs:
+        literal, sign = expr, ""
+        if isinstance(expr, ast.UnaryOp) and expr.op == "-" and isinstance(expr.operand, ast.Literal) and (
+                expr.operand.type == "numeric"):
+            literal, sign = expr.operand, "-"
+        if not isinstance(literal, ast.Literal) or literal.type == "interval":
+            continue
+        if literal.type == "numeric" and str(literal.value).isdigit():
+            if not 1 <= int(sign + str(literal.value)) <= count:
+                raise GroupingError(f"{clause} position {sign}{int(literal.value)} is not in select list", expr.pos)
+        else:
+            raise GroupingError(f"non-integer constant in {clause}", expr.pos)
 
 
 def check_grouping(core: ast.SelectCore, scope, origins: list, names: list[str], order_by: tuple) -> None:
@@ -116,7 +133,7 @@ class Grouping:
             source = self.source(expr)
             if source is None or source in self.columns or source[0] in self.decided:
                 return
-            raise UngroupedColumn(f'column "{source[0]}.{source[1]}" must appear in the GROUP BY clause or be used in an '
+            raise GroupingError(f'column "{source[0]}.{source[1]}" must appear in the GROUP BY clause or be used in an '
                             "aggregate function", expr.pos)
         for child in _children(expr):
             self._check(child)

@@ -20,7 +20,7 @@ from ..grammar.render import identifier
 from .plans import GeneratorQueryPlan, IcebergQueryPlan, QueryPlan
 from .call_checks import check_functions, check_table_functions
 from .sqlite_sql import SHOWN_MOMENTS, sqlite_sql
-from .grouping import UngroupedColumn
+from .grouping import GroupingError
 from .query import (OperandError, Relation, bind_query, check_distinct_on_order, check_qualified_columns,
                     expand_distinct_on_stars, output_scales, table_refs, walk)
 
@@ -316,7 +316,7 @@ def bound_columns(binder: Binder, query: ast.Query) -> tuple[Column, ...]:
         return binder.relation(ref.name)[1]
     try:
         return bind_query(query, resolve).columns or ()
-    except (OperandError, UngroupedColumn):
+    except (OperandError, GroupingError):
         raise
     except PlanError:
         return ()

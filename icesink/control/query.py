@@ -11,7 +11,7 @@ from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
 from ..grammar.output_names import output_name
 from ..grammar.query_builder import CLOCK_FUNCTIONS
-from .grouping import check_grouping
+from .grouping import check_grouping, check_positions
 from .numeric_scale import declared_scale, numeric_scale
 from .types import INTEGERS, NUMERIC_ORDER, UNKNOWN, Column, base_type, normalize
 
@@ -579,7 +579,9 @@ def bind_query(query: ast.Query, resolve: Resolver, outer: _Scope | None = None)
     _, columns, _ = bound_cores[0]
     if any(other is None for _, other, _ in bound_cores):
         return BoundQuery(None, (), tuple(relations))
+    check_positions("ORDER BY", [item.expr for item in query.order_by], len(columns))
     for core, (scope, bound, origins) in zip(query.cores, bound_cores):
+        check_positions("GROUP BY", core.group_by, len(bound))
         check_grouping(core, scope, origins, [c.name for c in bound], query.order_by if len(query.cores) == 1 else ())
     for _, other, _ in bound_cores[1:]:
         if len(other) != len(columns):
