@@ -490,6 +490,9 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     # ON and IS DISTINCT FROM compare as WHERE's comparisons do (a computed numeric as a number)
     "SELECT x.g FROM fruit x JOIN fruit y ON x.g = y.g AND coalesce(x.n, 0) > 50 ORDER BY 1",
     "SELECT g FROM fruit WHERE coalesce(n, 0) IS NOT DISTINCT FROM 2.5 ORDER BY 1",
+    # EXISTS's and IN's queries compare as any query's: a computed numeric as a number, a date as its midnight
+    "SELECT g FROM fruit f WHERE EXISTS (SELECT 1 FROM fruit o WHERE o.g = f.g AND coalesce(o.n, 0) > 50) ORDER BY g",
+    "SELECT g, DATE '2024-01-02' + g IN (SELECT TIMESTAMP '2024-01-03 00:00') FROM fruit ORDER BY g",
     # an IN list takes its left side's collation alone: a computed numeric there never equalled a column's text
     "SELECT g, coalesce(n, 0) IN (n, 1), coalesce(n, 0) NOT IN (n) FROM fruit ORDER BY g",
     # LIKE's escape is a backslash, as Postgres's; a comparison compared keeps its parentheses
@@ -581,6 +584,9 @@ def test_a_set_operation_of_integer_and_numeric_columns_and_an_ordered_series_an
     "SELECT s, g FROM fruit ORDER BY -1",
     "SELECT s FROM fruit GROUP BY 0",
     "SELECT s FROM fruit UNION SELECT s FROM fruit ORDER BY 2",
+    # a subquery reading an ungrouped column of the query around it
+    "SELECT s, (SELECT count(*) FROM fruit o WHERE o.n < f.n) FROM fruit f GROUP BY s",
+    "SELECT s FROM fruit f GROUP BY s HAVING EXISTS (SELECT 1 FROM fruit o WHERE o.n < f.n)",
 ])
 def test_an_ungrouped_column_and_a_constant_to_group_or_order_by_are_refused_as_postgres_refuses_them(session, postgres, query):
     """SQLite took an ungrouped column's value from any row of the group, which each batch of a view's sink could
@@ -605,6 +611,11 @@ def test_an_ungrouped_column_and_a_constant_to_group_or_order_by_are_refused_as_
     "SELECT s, sum(count(*)) OVER () FROM fruit GROUP BY s ORDER BY s",
     "SELECT s FROM fruit f GROUP BY s HAVING EXISTS (SELECT 1 FROM fruit o WHERE o.s = f.s AND o.g > 1) ORDER BY s",
     "SELECT s, (SELECT max(o.g) FROM fruit o WHERE o.s = f.s) FROM fruit f GROUP BY s ORDER BY s",
+    # HAVING, or an aggregate in ORDER BY, groups every row as one (SQLite: `HAVING clause on a non-aggregate query`)
+    "SELECT 'some' AS rows, 2 FROM fruit HAVING count(*) > 3",
+    "SELECT 'many' FROM fruit HAVING count(*) > 30",
+    "SELECT 'none' FROM fruit WHERE g > 10 HAVING true",
+    "SELECT 1 + 1 FROM fruit ORDER BY max(n)",
 ])
 def test_a_grouped_query_postgres_answers_is_answered_alike(session, postgres, query):
     session.execute(FRUIT_TABLE)

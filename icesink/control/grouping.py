@@ -25,10 +25,12 @@ def is_aggregate(node) -> bool:
             and (node.name.value.lower() not in ("min", "max") or len(node.args) == 1))
 
 
-def _children(node):
+def _children(node, subqueries: bool = False):
+    """`node`'s children; a subquery's too where `subqueries`."""
     if isinstance(node, tuple):
         return node
-    if dataclasses.is_dataclass(node) and not isinstance(node, (ast.Subquery, ast.Query, ast.Name)):
+    if dataclasses.is_dataclass(node) and not isinstance(node, ast.Name if subqueries else (
+            ast.Subquery, ast.Query, ast.Name)):
         return tuple(getattr(node, f.name) for f in dataclasses.fields(node) if f.compare)
     return ()
 
@@ -129,6 +131,9 @@ class Grouping:
     def _check(self, expr) -> None:
         if expr is None or is_aggregate(expr) or any(self._same(expr, g) for g in self.grouped):
             return
+        if isinstance(expr, (ast.Subquery, ast.Query)):
+            self._check_subquery(expr)
+            return
         if isinstance(expr, ast.ColumnRef):
             source = self.source(expr)
             if source is None or source in self.columns or source[0] in self.decided:
@@ -137,3 +142,14 @@ class Grouping:
                             "aggregate function", expr.pos)
         for child in _children(expr):
             self._check(child)
+
+    def _check_subquery(self, node) -> None:
+        """The columns of this query a subquery reads, outside its aggregates (which may be this query's)."""
+        if isinstance(node, ast.ColumnRef) and id(node) in self.scope.read_by_subqueries:
+            source = self.source(node)
+            if source is not None and source not in self.columns and source[0] not in self.decided:
+                raise GroupingError(f'subquery uses ungrouped column "{source[0]}.{source[1]}" from outer query',
+                                    node.pos)
+        elif not is_aggregate(node):
+            for child in _children(node, subqueries=True):
+                self._check_subquery(child)

@@ -108,18 +108,21 @@ class _Scope:
     def __init__(self, outer: "_Scope | None" = None):
         self.entries: list[tuple[str, Relation | None, tuple[Column, ...]]] = []
         self.outer = outer
+        self.read_by_subqueries: set[int] = set()  # the ids of the column references a subquery reads here
 
     def add(self, alias: str, relation: Relation | None, columns: tuple[Column, ...]):
         self.entries.append((alias, relation, columns))
 
-    def lookup(self, ref: ast.ColumnRef) -> Column:
+    def lookup(self, ref: ast.ColumnRef, from_subquery: bool = False) -> Column:
         name, qualifier = ref.column, ref.qualifier
         entries = [(alias, cols) for alias, _, cols in self.entries if qualifier in (None, alias)]
         if any(cols is None for _, cols in entries):
             return Column(name, UNKNOWN)
         found = [c for _, cols in entries for c in cols if c.name == name]
         if not found and self.outer is not None:
-            return self.outer.lookup(ref)
+            return self.outer.lookup(ref, from_subquery=True)
+        if found and from_subquery:
+            self.read_by_subqueries.add(id(ref))
         if not found:
             where = f"{qualifier}.{name}" if qualifier else name
             raise PlanError(f"column \"{where}\" does not exist", ref.pos)
@@ -341,7 +344,12 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         inner = _expr_type(expr.operand, scope, resolve)
         return "boolean" if expr.op == "NOT" else inner
     if isinstance(expr, ast.Predicate):
+        rows = [(o.query, bind_query(o.query, resolve, outer=scope))  # EXISTS's or IN's, read as any query's
+                for o in expr.operands if isinstance(o, ast.Subquery)]
         types = [_expr_type(o, scope, resolve) for o in expr.operands if not isinstance(o, ast.Subquery)]
+        if expr.kind == "in" and rows and types and len(rows[0][0].cores) == 1 and rows[0][1].columns:
+            # a moment IN a query's moments of another kind: compared as the wider kind, as by `=`
+            _widen_moments(expr.operands[0], types[0], rows[0][0].cores[0].items[0].expr, rows[0][1].columns[0].type)
         compared = expr.kind in ("in", "between", "is_distinct") and len(types) == len(expr.operands)  # not of
         # a subquery's rows, which `types` leaves out
         for operand, kind in zip(expr.operands[1:], types[1:]) if compared else ():  # each compared with the first

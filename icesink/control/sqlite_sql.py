@@ -163,7 +163,31 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
     tree = tree.transform(replace)
     for select in list(tree.find_all(exp.Select)):
         _series_joined(select)
+        _grouped_as_one(select)
     return tree
+
+
+def _own_aggregate(node: exp.Expression, select: exp.Select) -> bool:
+    """Whether `node` calls an aggregate of `select`'s (not a window's, nor a subquery's)."""
+    return any(call.find_ancestor(exp.Window, exp.Select) is select for call in node.find_all(exp.AggFunc))
+
+
+def _grouped_as_one(select: exp.Select) -> None:
+    """A query Postgres groups as one group of every row without GROUP BY, by its HAVING or an aggregate in its
+    ORDER BY, whose outputs hold no aggregate (`SELECT 'rows' FROM t HAVING count(*) > 0`): SQLite groups a query
+    by an aggregate among its outputs alone (else `HAVING clause on a non-aggregate query`), so the first output
+    is written as one that holds `count(*)`, its value unchanged."""
+    outputs, order = select.expressions, select.args.get("order")
+    if select.args.get("group") or not outputs or any(isinstance(o, exp.Star) or isinstance(o.this, exp.Star) for o in outputs) or (
+            select.args.get("having") is None and not (order and _own_aggregate(order, select))) or (
+            any(_own_aggregate(o, select) for o in outputs)):
+        return
+    first = outputs[0] if isinstance(outputs[0], exp.Alias) else exp.alias_(outputs[0], outputs[0].output_name
+                                                                           or outputs[0].sql(dialect="sqlite"))
+    counted = exp.GTE(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0))
+    first.set("this", exp.Case(ifs=[exp.If(this=counted, true=first.this.copy())]))
+    if first is not outputs[0]:
+        outputs[0].replace(first)
 
 
 # casts SQLite would get wrong, by the type's name in sqlglot's tree: DATETIME() drops a timestamp's fraction and
