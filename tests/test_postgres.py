@@ -415,6 +415,13 @@ def test_update_and_delete_read_other_tables_and_write_what_postgres_writes(sess
     "SELECT id FROM t WHERE x = '99999999999'",  # out of the integer's range (SQLite compared it as a number)
     "SELECT id FROM t WHERE ok = g",  # a truth value, a moment, a uuid or a jsonb beside text that is no literal
     "SELECT id FROM t WHERE g < now()::timestamp",
+    # what takes a truth value takes no number (SQLite read one as whether it is not 0)
+    "SELECT id FROM t WHERE x + 1",
+    "SELECT id FROM t WHERE ok AND x",
+    "SELECT NOT x FROM t",
+    "SELECT CASE WHEN x THEN 1 END FROM t",
+    "SELECT g FROM t GROUP BY g HAVING count(*)",
+    "SELECT 1 FROM t a JOIN t b ON a.x",
 ])
 def test_a_number_beside_text_and_is_true_of_a_number_are_refused_as_postgres_refuses_them(session, postgres, sql):
     """Postgres refuses these where it plans the query (SQLite would read the text's leading digits, or 0, and

@@ -185,6 +185,17 @@ def _check_beside_text(a, a_type: str, b, b_type: str, op: str, pos: int) -> Non
             render.record_literal(side, repr(value) if isinstance(value, float) else str(value), "number")
 
 
+def _truth_argument(expr, kind: str, what: str) -> None:
+    """`what` takes a truth value, as Postgres requires (SQLite reads a number's, or text's leading digits, as one)."""
+    if base_type(kind) not in ("boolean", UNKNOWN) and not _text_literal(expr):
+        raise OperandError(f"argument of {what} must be type boolean, not type {_named(kind)}", _start(expr))
+
+
+def _start(expr) -> int:
+    """Where an expression begins (an operation's operator is not where Postgres's messages point)."""
+    return _start(expr.left) if isinstance(expr, ast.BinaryOp) else getattr(expr, "pos", 0)
+
+
 def _named(kind: str) -> str:
     """A type as Postgres's messages name it."""
     kind = base_type(kind)
@@ -339,9 +350,14 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             return "jsonb"
         if expr.op == "->>":
             return "text"
+        if expr.op in ("AND", "OR"):
+            _truth_argument(expr.left, left, expr.op)
+            _truth_argument(expr.right, right, expr.op)
         return "boolean"
     if isinstance(expr, ast.UnaryOp):
         inner = _expr_type(expr.operand, scope, resolve)
+        if expr.op == "NOT":
+            _truth_argument(expr.operand, inner, "NOT")
         return "boolean" if expr.op == "NOT" else inner
     if isinstance(expr, ast.Predicate):
         rows = [(o.query, bind_query(o.query, resolve, outer=scope))  # EXISTS's or IN's, read as any query's
@@ -368,6 +384,8 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             kind = _expr_type(when, scope, resolve)
             if operand is not None:  # CASE x WHEN v: x = v
                 _compared(expr.operand, operand, when, kind, "=", expr.pos)
+            else:
+                _truth_argument(when, kind, "CASE/WHEN")
         results = [then for _, then in expr.whens] + ([] if expr.default is None else [expr.default])
         return _common_type(results, [_expr_type(r, scope, resolve) for r in results])
     if isinstance(expr, ast.Subquery):
@@ -517,9 +535,9 @@ def _bind_core(core: ast.SelectCore, resolve: Resolver, relations: list[Relation
         origins.append(item.expr)
     names = {c.name for c in columns}
     ons = [join.on for item in core.from_items for join in item.joins]  # read as WHERE is (text beside a number)
-    for expr in (core.where, core.having, *ons):
+    for expr, what in ((core.where, "WHERE"), (core.having, "HAVING"), *((on, "JOIN/ON") for on in ons)):
         if expr is not None:
-            _expr_type(expr, scope, resolve)
+            _truth_argument(expr, _expr_type(expr, scope, resolve), what)
     for expr in (*core.group_by, *core.distinct_on):  # an ordinal, or an output's name, says no more
         ordinal = isinstance(expr, ast.Literal) and expr.type == "numeric"
         output = isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names
