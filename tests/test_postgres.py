@@ -422,6 +422,9 @@ def test_update_and_delete_read_other_tables_and_write_what_postgres_writes(sess
     "SELECT CASE WHEN x THEN 1 END FROM t",
     "SELECT g FROM t GROUP BY g HAVING count(*)",
     "SELECT 1 FROM t a JOIN t b ON a.x",
+    # Postgres's % and mod take no floating-point number
+    "SELECT x % 2.5::float8 FROM t",
+    "SELECT mod(x::real, 2) FROM t",
 ])
 def test_a_number_beside_text_and_is_true_of_a_number_are_refused_as_postgres_refuses_them(session, postgres, sql):
     """Postgres refuses these where it plans the query (SQLite would read the text's leading digits, or 0, and

@@ -341,6 +341,8 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             _compared(expr.left, left, expr.right, right, expr.op, expr.pos)
         elif expr.op in _ARITHMETIC:
             _check_beside_text(expr.left, left, expr.right, right, expr.op, expr.pos)
+        if expr.op == "%" and {base_type(left), base_type(right)} & {"real", "double precision"}:
+            raise OperandError(f"operator does not exist: {_named(left)} % {_named(right)}", expr.pos)
         if expr.op in _ARITHMETIC:
             return _wider(left, right)
         if expr.op == "||":
@@ -400,6 +402,8 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         if name in ("round", "array", "concat", "concat_ws"):  # a double's rounding; an array's truth values,
             # JSON's true and false; the text of what concat joins
             render.record_types(expr, tuple(base_type(t) for t in arg_types))
+        if name == "mod" and {base_type(t) for t in arg_types} & {"real", "double precision"}:  # as `%`
+            raise OperandError(f"function mod({', '.join(_named(t) for t in arg_types)}) does not exist", expr.pos)
         if name == "to_char" and arg_types and base_type(arg_types[0]) in NUMERIC_ORDER:
             raise NotSupportedYet("to_char of a number is not supported yet: to_char takes a timestamp or a date here",
                                   expr.pos)
