@@ -503,6 +503,10 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     # EXISTS's and IN's queries compare as any query's: a computed numeric as a number, a date as its midnight
     "SELECT g FROM fruit f WHERE EXISTS (SELECT 1 FROM fruit o WHERE o.g = f.g AND coalesce(o.n, 0) > 50) ORDER BY g",
     "SELECT g, DATE '2024-01-02' + g IN (SELECT TIMESTAMP '2024-01-03 00:00') FROM fruit ORDER BY g",
+    # min and max of a computed numeric compare numbers (SQLite's text put '9.99' above '100.25'); a date part
+    # divides as a number of a floating type; an integer literal past 32 bits is a bigint
+    "SELECT max(CASE WHEN ok THEN n ELSE n END), min(CASE WHEN g > 0 THEN n END), count(*) / extract(doy FROM DATE "
+    "'2024-03-10') > 0.05, mod(2.5, floor(sum(3000000000))) = 2.5 FROM fruit",
     # an IN list takes its left side's collation alone: a computed numeric there never equalled a column's text
     "SELECT g, coalesce(n, 0) IN (n, 1), coalesce(n, 0) NOT IN (n) FROM fruit ORDER BY g",
     # LIKE's escape is a backslash, as Postgres's; a comparison compared keeps its parentheses

@@ -36,6 +36,9 @@ def numeric_scale(expr, kind: str, scale_of: Callable[[object], Optional[int]]) 
         return None if "e" in text.lower() else len(text.partition(".")[2])
     if isinstance(expr, ast.UnaryOp) and expr.op == "-":
         return scale_of(expr.operand)
+    if isinstance(expr, ast.Case):  # one of its results: their scale, if they share it
+        return _shared({scale_of(result) for result in (*(then for _, then in expr.whens), expr.default)
+                        if result is not None and not (isinstance(result, ast.Literal) and result.type == "null")})
     if isinstance(expr, ast.BinaryOp) and expr.op in ("+", "-", "*", "%"):
         left, right = scale_of(expr.left), scale_of(expr.right)
         if left is None or right is None:
@@ -57,9 +60,12 @@ def numeric_scale(expr, kind: str, scale_of: Callable[[object], Optional[int]]) 
         if name in _SAME_SCALE and len(args) == 1 or name == "nullif" and len(args) == 2:
             return scale_of(args[0])
         if name in ("greatest", "least", "coalesce") and args:  # one of its arguments: their scale, if they share it
-            scales = {scale_of(a) for a in args}
-            return scales.pop() if len(scales) == 1 else None
+            return _shared({scale_of(a) for a in args})
     return None
+
+
+def _shared(scales: set) -> Optional[int]:
+    return scales.pop() if len(scales) == 1 else None
 
 
 def declared_scale(kind: str) -> Optional[int]:

@@ -310,8 +310,11 @@ def _expr_type(expr, scope: _Scope, resolve: Resolver) -> str:
 
 def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
     if isinstance(expr, ast.Literal):
-        if expr.type == "numeric":
-            return "integer" if str(expr.value).isdigit() else "numeric"
+        if expr.type == "numeric":  # an integer literal is of the narrowest type that holds it, as Postgres's
+            if not str(expr.value).isdigit():
+                return "numeric"
+            return next((kind for kind, top in (("integer", 2**31), ("bigint", 2**63)) if int(expr.value) < top),
+                        "numeric")
         return {"null": UNKNOWN}.get(expr.type, expr.type)
     if isinstance(expr, ast.Cast):
         operand, target = _expr_type(expr.expr, scope, resolve), normalize(expr.type)
@@ -341,6 +344,10 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             _compared(expr.left, left, expr.right, right, expr.op, expr.pos)
         elif expr.op in _ARITHMETIC:
             _check_beside_text(expr.left, left, expr.right, right, expr.op, expr.pos)
+        if expr.op == "/":  # a date part is a number of a floating type, as Postgres's, though SQLite's be whole
+            for side in (expr.left, expr.right):
+                if isinstance(side, ast.FunctionCall) and side.name.value in ("date_part", "extract"):
+                    render.record_widening(side, "double precision")
         if expr.op == "%" and {base_type(left), base_type(right)} & {"real", "double precision"}:
             raise OperandError(f"operator does not exist: {_named(left)} % {_named(right)}", expr.pos)
         if expr.op in _ARITHMETIC:
@@ -447,6 +454,10 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             return "numeric"  # round(7, 2) is numeric's round: 7.00
         if name == "date_trunc" and arg_types and base_type(arg_types[-1]) == "date":
             return "timestamp with time zone"  # Postgres's date_trunc of a date: the date read as a timestamptz
+        if name in ("min", "max") and len(arg_types) == 1 and base_type(arg_types[0]) == "numeric" and not (
+                _stored(expr.args[0]) or isinstance(expr.args[0], ast.Literal)):
+            # a computed numeric is SQLite's text or double, which it orders as text above any number
+            render.record_widening(expr.args[0], "double precision")
         if name in _PASSTHROUGH and arg_types:
             return arg_types[-1] if name == "date_trunc" else arg_types[0]
         if name == "sign" and arg_types:  # of an integer too, a double precision, Postgres's preferred number type
