@@ -43,6 +43,27 @@ def test_script_stops_at_the_first_error(tmp_path, data_dir):
         assert rows(session, "SHOW TABLES") == [("a",)]
 
 
+def test_psql_meta_commands_describe_include_and_time(tmp_path, data_dir):
+    """\\d NAME shows a relation's columns, \\dt the tables, \\i runs a file (stopping there at its error, and at
+    a file that includes itself), \\timing shows each statement's time."""
+    included = tmp_path / "orders.sql"
+    included.write_text("CREATE TABLE orders (id int NOT NULL, amount numeric(10,2));\nINSERT INTO orders VALUES (1, 2.5);\n")
+    script = tmp_path / "main.sql"
+    script.write_text(f"\\i {included}\n\\d orders\n\\dt\n\\timing\nSELECT amount FROM orders;\n\\timing off\n"
+                      "SELECT 1 AS one;\n\\i nowhere.sql\nSELECT 2;\n")
+    done = run("--data-dir", str(data_dir), "-f", str(script))
+    assert done.returncode == 1 and done.stderr == "nowhere.sql: No such file or directory\n"
+    lines = [line.split() for line in done.stdout.splitlines()]
+    assert lines[:2] == [["CREATE", "TABLE"], ["INSERT", "0", "1"]]
+    assert ["id", "f", "integer"] in lines and ["amount", "t", "numeric(10,2)"] in lines and ["orders"] in lines
+    assert ["2.50"] in lines and ["Timing", "is", "on."] in lines and ["Timing", "is", "off."] in lines
+    assert sum(1 for line in lines if line[:1] == ["Time:"]) == 1 and ["2"] not in lines
+    itself = tmp_path / "itself.sql"
+    itself.write_text(f"\\i {itself}\n")
+    done = run("--data-dir", str(data_dir), "-f", str(itself))
+    assert done.returncode == 1 and "nested more than 16 deep" in done.stderr
+
+
 def test_command_and_standard_input(data_dir):
     done = run("--data-dir", str(data_dir), "-c", "CREATE TABLE a (id int); SHOW TABLES")
     assert done.returncode == 0 and done.stdout.splitlines()[0] == "CREATE TABLE" and "(1 row)" in done.stdout

@@ -68,6 +68,16 @@ def test_help_and_unknown_command(drive):
     assert "\\q   quit" in out and "unknown command \\x" in err
 
 
+def test_psql_meta_commands_in_the_shell(drive, session):
+    session.execute("CREATE TABLE orders (id int NOT NULL, note text); CREATE MATERIALIZED VIEW per AS "
+                    "SELECT note, count(*) FROM orders GROUP BY note")
+    code, out, err = drive("\\d per\r\\dm\r\\timing on\rSHOW TABLES;\r\\q\r")
+    assert code == 0 and err == ""
+    lines = [line.split() for line in out.splitlines()]
+    assert ["note", "t", "text"] in lines and ["per", "default"] in lines and ["orders"] in lines
+    assert any(line[:1] == ["Time:"] and line[-1] == "ms" for line in lines)
+
+
 def test_an_unforeseen_error_is_one_line_and_the_shell_goes_on(drive, session, monkeypatch):
     original = session.planner.plan
 

@@ -1,7 +1,9 @@
 """Runs SQL from files, -c strings and standard input; stops at the first error.
 
 Besides SQL, a line may hold a psql-style meta-command: `\\watch [SECONDS] [COUNT]` runs the previous
-query again every SECONDS (default 2), COUNT times (default 5 in scripts).
+query again every SECONDS (default 2), COUNT times (default 5 in scripts); `\\d [NAME]`, `\\dt` and `\\dm` list
+objects, a relation's columns, tables or materialized views; `\\i FILE` runs a file; `\\timing [on|off]` says how
+long each statement took.
 """
 from __future__ import annotations
 
@@ -16,7 +18,11 @@ from ..grammar.masking import REDACTED
 from ..session import Session, parse_script
 from .render import make_console, render_error, render_result
 
-_META = re.compile(r"^\s*\\(\w+)\s*(.*)$")
+META_LINE = re.compile(r"^\s*\\(\w+)\s*(.*)$")
+# psql's listing commands, as the statements that answer them
+_LISTINGS = {"dt": "SHOW TABLES", "dm": "SHOW MATERIALIZED VIEWS"}
+META_COMMANDS = ("d", *_LISTINGS, "i", "include", "timing", "watch")
+_INCLUDE_DEPTH = 16
 log = logging.getLogger("icesink")
 
 
@@ -83,6 +89,8 @@ class ScriptRunner:
         self.error_console = error_console
         self.last_sql: str | None = None
         self.ran = 0  # statements in the text of the last run_sql
+        self.timing = False  # \\timing: each statement's time is shown after its result
+        self.including = 0  # files \\i is running, one within another
 
     def run_sql(self, text: str, source: str, first_line: int = 1, first_statement: int = 1) -> bool:
         statements = split_statements(text)
@@ -90,9 +98,13 @@ class ScriptRunner:
             self.last_sql = statements[-1].text
         self.ran = len(statements)
         try:
+            started = time.perf_counter()
             for result in self.session.execute_iter(text, source, first_line=first_line,
                                                      first_statement=first_statement):
                 render_result(self.console, result)
+                if self.timing:
+                    self.console.print(f"Time: {(time.perf_counter() - started) * 1000:.3f} ms", markup=False)
+                started = time.perf_counter()
         except IcesinkError as error:
             render_error(self.error_console, error)
             return False
@@ -102,6 +114,34 @@ class ScriptRunner:
         return True
 
     def run_meta(self, command: str, argument: str, source: str, line: int) -> bool:
+        argument = argument.strip()
+        if command == "d":  # psql's \\d: the objects, or a relation's columns
+            return self.run_sql(f"SHOW COLUMNS FROM {argument};" if argument else "SHOW OBJECTS;", source, line)
+        if command in _LISTINGS:
+            return self.run_sql(f"{_LISTINGS[command]};", source, line)
+        if command in ("i", "include"):
+            if not argument:
+                self.error_console.print(f"{source}:{line}: \\{command} needs a file", markup=False)
+                return False
+            if self.including >= _INCLUDE_DEPTH:  # a file that includes itself
+                self.error_console.print(f"{source}:{line}: \\{command} nested more than {_INCLUDE_DEPTH} deep",
+                                         markup=False)
+                return False
+            self.including += 1
+            try:
+                return self.run_text(read_source(argument), argument)
+            except SourceError as error:
+                render_error(self.error_console, error)
+                return False
+            finally:
+                self.including -= 1
+        if command == "timing":
+            if argument not in ("", "on", "off"):
+                self.error_console.print(f"{source}:{line}: \\timing takes on or off", markup=False)
+                return False
+            self.timing = not self.timing if not argument else argument == "on"
+            self.console.print(f"Timing is {'on' if self.timing else 'off'}.", markup=False)
+            return True
         if command != "watch":
             self.error_console.print(f"{source}:{line}: unknown meta-command \\{command}", markup=False)
             return False
@@ -124,7 +164,7 @@ class ScriptRunner:
         try:
             for number, line in enumerate(lines, start=1):
                 if not pending:
-                    meta = _META.match(line)
+                    meta = META_LINE.match(line)
                     if meta:
                         if not self.run_meta(meta.group(1), meta.group(2), source, number):
                             return False
@@ -152,7 +192,7 @@ def check_files(paths: list[str]) -> int:
     for path in paths:
         try:
             text = read_source(path)
-            sql = "".join("\n" if _META.match(line) else line for line in lines_of(text))
+            sql = "".join("\n" if META_LINE.match(line) else line for line in lines_of(text))
             count = sum(1 for _ in parse_script(sql, path))
         except IcesinkError as error:
             render_error(error_console, error)

@@ -20,13 +20,15 @@ from ..grammar.parser import parses
 from ..session import Session
 from .progress import copy_progress
 from .render import make_console
-from .script import ScriptRunner
+from .script import META_LINE, META_COMMANDS, ScriptRunner
 
 PROGRESS_SECONDS = 0.5
 HELP = """\
 Type SQL statements ending with ';' (Enter inside a statement starts a new line).
-  \\d        list objects            \\q   quit
-  \\?        this help               Ctrl-C  cancel the current input
+  \\d [NAME]  list objects, or a relation's columns     \\q   quit
+  \\dt, \\dm  list tables, materialized views           \\?   this help
+  \\i FILE    run the statements of a file              Ctrl-C  cancel the current input
+  \\timing [on|off]   show how long each statement takes
   \\watch [SECONDS]   run the previous query again every SECONDS (default 2) until Ctrl-C
 Status:   SELECT s.name, st.status, st.error FROM mz_sinks s
           JOIN mz_internal.mz_sink_statuses st ON s.id = st.id;
@@ -134,16 +136,17 @@ class Repl:
             command = text.strip()
             if command in ("\\q", "\\quit", "quit", "exit"):
                 return 0
+            meta = META_LINE.match(command)
             if command == "\\?":
                 self.console.print(HELP, markup=False)
-            elif command == "\\d":
-                self.runner.run_sql("SHOW OBJECTS;", "<repl>")
-            elif command.startswith("\\watch"):
+            elif meta and meta.group(1) == "watch":
                 try:
                     seconds = (command.split()[1:2] or ["2"])[0]
-                    self.runner.run_meta("watch", f"{seconds} 1000000", "<repl>", 0)  # until Ctrl-C
+                    self.runner.run_meta("watch", f"{seconds} 1000000", "<repl>", 1)  # until Ctrl-C
                 except KeyboardInterrupt:
                     pass
+            elif meta and meta.group(1) in META_COMMANDS:
+                self.runner.run_meta(meta.group(1), meta.group(2), "<repl>", 1)
             elif command.startswith("\\"):
                 self.error_console.print(f"unknown command {command}; type \\? for help", markup=False)
             elif command:
