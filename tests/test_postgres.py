@@ -501,6 +501,8 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     "SELECT x.g FROM fruit x JOIN fruit y ON x.g = y.g AND coalesce(x.n, 0) > 50 ORDER BY 1",
     "SELECT g FROM fruit WHERE coalesce(n, 0) IS NOT DISTINCT FROM 2.5 ORDER BY 1",
     # EXISTS's and IN's queries compare as any query's: a computed numeric as a number, a date as its midnight
+    "SELECT g FROM fruit WHERE 100 IN (SELECT floor(max(n)) FROM fruit) AND 'true' AND CASE WHEN 'yes' THEN true END "
+    "ORDER BY g",
     "SELECT g FROM fruit f WHERE EXISTS (SELECT 1 FROM fruit o WHERE o.g = f.g AND coalesce(o.n, 0) > 50) ORDER BY g",
     "SELECT g, DATE '2024-01-02' + g IN (SELECT TIMESTAMP '2024-01-03 00:00') FROM fruit ORDER BY g",
     # min and max of a computed numeric compare numbers (SQLite's text put '9.99' above '100.25'); a date part
@@ -623,6 +625,9 @@ def test_an_ungrouped_column_and_a_constant_to_group_or_order_by_are_refused_as_
     "SELECT s || '!', count(*) FROM fruit GROUP BY s ORDER BY 1",
     "SELECT * FROM fruit GROUP BY g ORDER BY g",  # the primary key grouped decides the other columns
     "SELECT s, sum(count(*)) OVER () FROM fruit GROUP BY s ORDER BY s",
+    # an expression grouped by, however written: a type by another of its names, a name quoted, TRIM as btrim
+    "SELECT g::int4, \"upper\"(s), trim(s), count(*) FROM fruit GROUP BY g::integer, upper(s), trim(both from s) "
+    "ORDER BY 1",
     "SELECT s FROM fruit f GROUP BY s HAVING EXISTS (SELECT 1 FROM fruit o WHERE o.s = f.s AND o.g > 1) ORDER BY s",
     "SELECT s, (SELECT max(o.g) FROM fruit o WHERE o.s = f.s) FROM fruit f GROUP BY s ORDER BY s",
     # HAVING, or an aggregate in ORDER BY, groups every row as one (SQLite: `HAVING clause on a non-aggregate query`)

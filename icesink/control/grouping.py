@@ -7,6 +7,7 @@ import dataclasses
 
 from ..errors import PlanError
 from ..grammar import ast
+from .types import normalize
 
 class GroupingError(PlanError):
     """Refused by SELECT too (which leaves most of the binder's errors to SQLite's run): SQLite would answer."""
@@ -103,15 +104,21 @@ class Grouping:
         return found[0] if len(found) == 1 else None
 
     def _same(self, a, b) -> bool:
-        """Whether two expressions compute the same, a column however it is qualified."""
+        """Whether two expressions compute the same, however written: a column however it is qualified, a type by
+        any of its names (`int4`, `integer`), a name quoted or not."""
         if isinstance(a, ast.ColumnRef) and isinstance(b, ast.ColumnRef):
             return a == b or (self.source(a) is not None and self.source(a) == self.source(b))
         if type(a) is not type(b):
             return False
+        if isinstance(a, ast.Name):
+            return a.value == b.value
+        if isinstance(a, ast.Cast):
+            return normalize(a.type) == normalize(b.type) and self._same(a.expr, b.expr)
         if isinstance(a, tuple):
             return len(a) == len(b) and all(self._same(x, y) for x, y in zip(a, b))
-        if dataclasses.is_dataclass(a) and not isinstance(a, ast.Name):
-            return all(self._same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a) if f.compare)
+        if dataclasses.is_dataclass(a):
+            return all(self._same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
+                       if f.compare and f.name != "shown")  # how a call was written (TRIM(BOTH FROM g) is btrim)
         return a == b
 
     def check(self, exprs: list) -> None:

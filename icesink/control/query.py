@@ -186,8 +186,14 @@ def _check_beside_text(a, a_type: str, b, b_type: str, op: str, pos: int) -> Non
 
 
 def _truth_argument(expr, kind: str, what: str) -> None:
-    """`what` takes a truth value, as Postgres requires (SQLite reads a number's, or text's leading digits, as one)."""
-    if base_type(kind) not in ("boolean", UNKNOWN) and not _text_literal(expr):
+    """`what` takes a truth value, as Postgres requires (SQLite reads a number's, or text's leading digits, as one):
+    a text literal is one, read by the boolean's input function (`WHERE 'true'`; SQLite read 'true' as 0)."""
+    if _text_literal(expr):
+        try:
+            render.record_literal(expr, input_function("boolean")(expr.value), "boolean")
+        except InvalidValue as exc:
+            raise OperandError(str(exc), expr.pos) from None
+    elif base_type(kind) not in ("boolean", UNKNOWN):
         raise OperandError(f"argument of {what} must be type boolean, not type {_named(kind)}", _start(expr))
 
 
@@ -372,9 +378,11 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         rows = [(o.query, bind_query(o.query, resolve, outer=scope))  # EXISTS's or IN's, read as any query's
                 for o in expr.operands if isinstance(o, ast.Subquery)]
         types = [_expr_type(o, scope, resolve) for o in expr.operands if not isinstance(o, ast.Subquery)]
-        if expr.kind == "in" and rows and types and len(rows[0][0].cores) == 1 and rows[0][1].columns:
-            # a moment IN a query's moments of another kind: compared as the wider kind, as by `=`
-            _widen_moments(expr.operands[0], types[0], rows[0][0].cores[0].items[0].expr, rows[0][1].columns[0].type)
+        query, bound = rows[0] if rows else (None, None)
+        if expr.kind == "in" and rows and types and len(query.cores) == 1 and bound.columns and not isinstance(
+                query.cores[0].items[0].expr, ast.Star):  # a value IN a query's values: compared as by `=`
+            _compared(expr.operands[0], types[0], query.cores[0].items[0].expr, bound.columns[0].type, "=", expr.pos,
+                      in_list=True)
         compared = expr.kind in ("in", "between", "is_distinct") and len(types) == len(expr.operands)  # not of
         # a subquery's rows, which `types` leaves out
         for operand, kind in zip(expr.operands[1:], types[1:]) if compared else ():  # each compared with the first

@@ -172,16 +172,22 @@ def _own_aggregate(node: exp.Expression, select: exp.Select) -> bool:
     return any(call.find_ancestor(exp.Window, exp.Select) is select for call in node.find_all(exp.AggFunc))
 
 
+def _reads_a_row(node: exp.Expression, select: exp.Select) -> bool:
+    """Whether `node` reads a column of `select`'s rows outside an aggregate (or is `*`)."""
+    return isinstance(node, exp.Star) or isinstance(node.this, exp.Star) or any(
+        column.find_ancestor(exp.AggFunc, exp.Select) is select for column in node.find_all(exp.Column))
+
+
 def _grouped_as_one(select: exp.Select) -> None:
     """A query Postgres groups as one group of every row without GROUP BY, by its HAVING or an aggregate in its
     ORDER BY, whose outputs hold no aggregate (`SELECT 'rows' FROM t HAVING count(*) > 0`): SQLite groups a query
     by an aggregate among its outputs alone (else `HAVING clause on a non-aggregate query`), so the first output
     is written as one that holds `count(*)`, its value unchanged."""
     outputs, order = select.expressions, select.args.get("order")
-    if select.args.get("group") or not outputs or any(isinstance(o, exp.Star) or isinstance(o.this, exp.Star) for o in outputs) or (
-            select.args.get("having") is None and not (order and _own_aggregate(order, select))) or (
-            any(_own_aggregate(o, select) for o in outputs)):
-        return
+    if select.args.get("group") or not outputs or (
+            select.args.get("having") is None and not (order and _own_aggregate(order, select))) or any(
+            _own_aggregate(o, select) or _reads_a_row(o, select) for o in outputs):
+        return  # SQLite refuses the query: an output reads a row's column, which the binder could not refuse
     first = outputs[0] if isinstance(outputs[0], exp.Alias) else exp.alias_(outputs[0], outputs[0].output_name
                                                                            or outputs[0].sql(dialect="sqlite"))
     counted = exp.GTE(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0))
