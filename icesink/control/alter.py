@@ -84,7 +84,7 @@ def _view_renamed(binder: Binder, view: CatalogObject, renamed: ast.Query, old: 
         return binder.relation(ref.name)[1]
     try:
         return view_descriptor(renamed, resolve)[0]
-    except (PlanError, NotSupportedYet) as error:  # a view an earlier release made, which this one refuses: its text is not the ALTER's
+    except (PlanError, NotSupportedYet) as error:  # a view an earlier release made, which this one refuses
         raise PlanError(f"materialized view '{view.name}' reads '{old}' and no longer plans ({error.message}): drop "
                         "or recreate it before the rename") from None
 

@@ -79,7 +79,7 @@ class Grouping:
     def __init__(self, core: ast.SelectCore, scope, origins: list, names: list[str]):
         self.scope = scope
         self.grouped = [self._grouped(expr, origins, names) for expr in core.group_by]
-        self.columns = {self.source(g) for g in self.grouped if isinstance(g, ast.ColumnRef)} - {None}
+        self.columns = {self.scope.source(g) for g in self.grouped if isinstance(g, ast.ColumnRef)} - {None}
         # a table whose primary key is grouped decides its other columns (Postgres's functional dependency)
         self.decided = {alias for alias, relation, _ in scope.entries
                         if relation is not None and relation.id and relation.primary_key
@@ -91,23 +91,15 @@ class Grouping:
                 1 <= int(expr.value) <= len(origins)):
             return origins[int(expr.value) - 1]
         if isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names and (
-                self.source(expr) is None):
+                self.scope.source(expr) is None):
             return origins[names.index(expr.column)]
         return expr
-
-    def source(self, ref: ast.ColumnRef) -> tuple[str, str] | None:
-        """The FROM item and column `ref` reads at this level; None where it is an outer query's, or unknown."""
-        entries = [(alias, columns) for alias, _, columns in self.scope.entries if ref.qualifier in (None, alias)]
-        if any(columns is None for _, columns in entries):
-            return None
-        found = [(alias, c.name) for alias, columns in entries for c in columns if c.name == ref.column]
-        return found[0] if len(found) == 1 else None
 
     def _same(self, a, b) -> bool:
         """Whether two expressions compute the same, however written: a column however it is qualified, a type by
         any of its names (`int4`, `integer`), a name quoted or not."""
         if isinstance(a, ast.ColumnRef) and isinstance(b, ast.ColumnRef):
-            return a == b or (self.source(a) is not None and self.source(a) == self.source(b))
+            return a == b or (self.scope.source(a) is not None and self.scope.source(a) == self.scope.source(b))
         if type(a) is not type(b):
             return False
         if isinstance(a, ast.Name):
@@ -142,7 +134,7 @@ class Grouping:
             self._check_subquery(expr)
             return
         if isinstance(expr, ast.ColumnRef):
-            source = self.source(expr)
+            source = self.scope.source(expr)
             if source is None or source in self.columns or source[0] in self.decided:
                 return
             raise GroupingError(f'column "{source[0]}.{source[1]}" must appear in the GROUP BY clause or be used in an '
@@ -153,7 +145,7 @@ class Grouping:
     def _check_subquery(self, node) -> None:
         """The columns of this query a subquery reads, outside its aggregates (which may be this query's)."""
         if isinstance(node, ast.ColumnRef) and id(node) in self.scope.read_by_subqueries:
-            source = self.source(node)
+            source = self.scope.source(node)
             if source is not None and source not in self.columns and source[0] not in self.decided:
                 raise GroupingError(f'subquery uses ungrouped column "{source[0]}.{source[1]}" from outer query',
                                     node.pos)

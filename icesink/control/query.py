@@ -130,6 +130,14 @@ class _Scope:
             raise PlanError(f"column reference \"{name}\" is ambiguous", ref.pos)
         return found[0]
 
+    def source(self, ref: ast.ColumnRef) -> tuple[str, str] | None:
+        """The FROM item and column `ref` reads at this level; None where it is an outer query's, or unknown."""
+        entries = [(alias, columns) for alias, _, columns in self.entries if ref.qualifier in (None, alias)]
+        if any(columns is None for _, columns in entries):
+            return None
+        found = [(alias, c.name) for alias, columns in entries for c in columns if c.name == ref.column]
+        return found[0] if len(found) == 1 else None
+
     def all_columns(self, qualifier: str | None = None) -> tuple[Column, ...] | None:
         entries = [cols for alias, _, cols in self.entries if qualifier in (None, alias)]
         if any(cols is None for cols in entries):
@@ -375,7 +383,7 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             _truth_argument(expr.operand, inner, "NOT")
         return "boolean" if expr.op == "NOT" else inner
     if isinstance(expr, ast.Predicate):
-        rows = [(o.query, bind_query(o.query, resolve, outer=scope))  # EXISTS's or IN's, read as any query's
+        rows = [(o.query, bind_query(o.query, resolve, outer=scope))  # EXISTS's or IN's, typed, its outer reads noted
                 for o in expr.operands if isinstance(o, ast.Subquery)]
         types = [_expr_type(o, scope, resolve) for o in expr.operands if not isinstance(o, ast.Subquery)]
         query, bound = rows[0] if rows else (None, None)
