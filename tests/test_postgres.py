@@ -603,6 +603,9 @@ def test_a_set_operation_of_integer_and_numeric_columns_and_an_ordered_series_an
     # a subquery reading an ungrouped column of the query around it
     "SELECT s, (SELECT count(*) FROM fruit o WHERE o.n < f.n) FROM fruit f GROUP BY s",
     "SELECT s FROM fruit f GROUP BY s HAVING EXISTS (SELECT 1 FROM fruit o WHERE o.n < f.n)",
+    "SELECT s FROM fruit f GROUP BY s ORDER BY (SELECT count(*) FROM fruit o WHERE o.n < f.n)",
+    "SELECT s FROM fruit ORDER BY -(-0.5)",
+    "SELECT s FROM fruit GROUP BY -0",
 ])
 def test_an_ungrouped_column_and_a_constant_to_group_or_order_by_are_refused_as_postgres_refuses_them(session, postgres, query):
     """SQLite took an ungrouped column's value from any row of the group, which each batch of a view's sink could

@@ -45,15 +45,15 @@ def check_positions(clause: str, exprs, count: int) -> None:
     """GROUP BY's or ORDER BY's constants as Postgres reads them: an integer is a position among the `count`
     outputs, any other constant is refused (SQLite ordered by it, or grouped all rows as one)."""
     for expr in exprs:
-        literal, sign = expr, ""
-        if isinstance(expr, ast.UnaryOp) and expr.op == "-" and isinstance(expr.operand, ast.Literal) and (
-                expr.operand.type == "numeric"):
-            literal, sign = expr.operand, "-"
-        if not isinstance(literal, ast.Literal) or literal.type == "interval":
+        literal, sign = expr, 1
+        while isinstance(literal, ast.UnaryOp) and literal.op == "-":  # a negated number is a constant, -(-1) too
+            literal, sign = literal.operand, -sign
+        if not isinstance(literal, ast.Literal) or literal.type == "interval" or (
+                sign < 0 and literal.type != "numeric"):
             continue
-        if literal.type == "numeric" and str(literal.value).isdigit():
-            if not 1 <= int(sign + str(literal.value)) <= count:
-                raise GroupingError(f"{clause} position {sign}{int(literal.value)} is not in select list", expr.pos)
+        if literal.type == "numeric" and str(literal.value).isdigit() and int(literal.value) < 2**31:
+            if not 1 <= sign * int(literal.value) <= count:
+                raise GroupingError(f"{clause} position {sign * int(literal.value)} is not in select list", expr.pos)
         else:
             raise GroupingError(f"non-integer constant in {clause}", expr.pos)
 

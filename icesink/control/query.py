@@ -637,9 +637,8 @@ def bind_query(query: ast.Query, resolve: Resolver, outer: _Scope | None = None)
     if any(other is None for _, other, _ in bound_cores):
         return BoundQuery(None, (), tuple(relations))
     check_positions("ORDER BY", [item.expr for item in query.order_by], len(columns))
-    for core, (scope, bound, origins) in zip(query.cores, bound_cores):
+    for core, (_, bound, _) in zip(query.cores, bound_cores):
         check_positions("GROUP BY", core.group_by, len(bound))
-        check_grouping(core, scope, origins, [c.name for c in bound], query.order_by if len(query.cores) == 1 else ())
     for _, other, _ in bound_cores[1:]:
         if len(other) != len(columns):
             raise PlanError("each UNION/EXCEPT/INTERSECT query must have the same number of columns")
@@ -651,6 +650,8 @@ def bind_query(query: ast.Query, resolve: Resolver, outer: _Scope | None = None)
         _order_numbers_as_numbers(query.order_by, scope, columns, origins, resolve)
     elif all(op in ("UNION", "UNION DISTINCT") for op in query.set_operators):
         keys = [frozenset(c.name for c in columns)]
+    for core, (scope, bound, origins) in zip(query.cores, bound_cores):  # once ORDER BY's subqueries are bound
+        check_grouping(core, scope, origins, [c.name for c in bound], query.order_by if len(query.cores) == 1 else ())
     if query.set_operators:
         types = _unify_set_columns(query.cores, bound_cores)
         columns = _shared_scales([other for _, other, _ in bound_cores], types)
