@@ -36,6 +36,16 @@ def _children(node, subqueries: bool = False):
     return ()
 
 
+def is_ordinal(expr) -> bool:
+    """`ORDER BY 2`, `GROUP BY 1`: a position among the outputs."""
+    return isinstance(expr, ast.Literal) and expr.type == "numeric" and str(expr.value).isdigit()
+
+
+def ordinal(expr, count: int) -> int | None:
+    """The output an ordinal names (from 0), if it is one within `count` outputs."""
+    return int(expr.value) - 1 if is_ordinal(expr) and 1 <= int(expr.value) <= count else None
+
+
 def _has_aggregate(node) -> bool:
     """Whether `node` calls an aggregate at this level of the query (not in a subquery)."""
     return is_aggregate(node) or any(_has_aggregate(child) for child in _children(node))
@@ -71,8 +81,7 @@ def check_grouping(core: ast.SelectCore, scope, origins: list, names: list[str],
 
 def _names_output(expr, names: list[str]) -> bool:
     """An ordinal, or an output's name: ORDER BY means the output then, which is checked itself."""
-    return (isinstance(expr, ast.Literal) and expr.type == "numeric") or (
-        isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names)
+    return is_ordinal(expr) or (isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names)
 
 
 class Grouping:
@@ -87,9 +96,9 @@ class Grouping:
 
     def _grouped(self, expr, origins: list, names: list[str]):
         """A GROUP BY entry as the expression it groups by (an ordinal's or an output name's)."""
-        if isinstance(expr, ast.Literal) and expr.type == "numeric" and str(expr.value).isdigit() and (
-                1 <= int(expr.value) <= len(origins)):
-            return origins[int(expr.value) - 1]
+        index = ordinal(expr, len(origins))
+        if index is not None:
+            return origins[index]
         if isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names and (
                 self.scope.source(expr) is None):
             return origins[names.index(expr.column)]

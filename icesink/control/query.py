@@ -11,7 +11,7 @@ from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
 from ..grammar.output_names import output_name
 from ..grammar.query_builder import CLOCK_FUNCTIONS
-from .grouping import check_grouping, check_positions
+from .grouping import check_grouping, check_positions, is_ordinal, ordinal
 from .numeric_scale import declared_scale, numeric_scale
 from .types import INTEGERS, NUMERIC_ORDER, UNKNOWN, Column, base_type, normalize
 
@@ -61,7 +61,7 @@ def check_distinct_on_order(query: ast.Query) -> None:
         aliases = {item.alias.value: item.expr for item in items if item.alias is not None}
 
         def expression(expr):
-            index = _ordinal(expr, len(items))
+            index = ordinal(expr, len(items))
             if index is not None:
                 return items[index].expr
             if isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in aliases:
@@ -252,16 +252,6 @@ def _unified(common: str, kind: str) -> str:
     if base_type(common) in _WIDENING and base_type(kind) in _WIDENING:
         return max(common, kind, key=lambda k: _WIDENING.index(base_type(k)))
     return common
-
-
-def _is_ordinal(expr) -> bool:
-    """`ORDER BY 2`, `GROUP BY 1`: a position among the outputs."""
-    return isinstance(expr, ast.Literal) and expr.type == "numeric" and str(expr.value).isdigit()
-
-
-def _ordinal(expr, count: int) -> int | None:
-    """The output an ordinal names (from 0), if it is one within `count` outputs."""
-    return int(expr.value) - 1 if _is_ordinal(expr) and 1 <= int(expr.value) <= count else None
 
 
 def _text_literal(node) -> bool:
@@ -570,9 +560,9 @@ def _bind_core(core: ast.SelectCore, resolve: Resolver, relations: list[Relation
         if expr is not None:
             _truth_argument(expr, _expr_type(expr, scope, resolve), what)
     for expr in (*core.group_by, *core.distinct_on):  # an ordinal, or an output's name, says no more
-        ordinal = isinstance(expr, ast.Literal) and expr.type == "numeric"
+        constant = isinstance(expr, ast.Literal) and expr.type == "numeric"
         output = isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names
-        if not ordinal and not (output and not _in_scope(scope, expr)):
+        if not constant and not (output and not _in_scope(scope, expr)):
             _expr_type(expr, scope, resolve)
     return scope, columns, origins
 
@@ -589,8 +579,8 @@ def _in_scope(scope: _Scope, ref: ast.ColumnRef) -> bool:
 
 def _output_of(expr, names: list[str], origins: list, scope: _Scope) -> str | None:
     """The output column an expression of GROUP BY or DISTINCT ON is (by ordinal, or the same expression), if any."""
-    if _is_ordinal(expr):
-        index = _ordinal(expr, len(names))
+    if is_ordinal(expr):
+        index = ordinal(expr, len(names))
         return None if index is None else names[index]
     matches = [n for n, o in zip(names, origins) if o == expr or _same_column(o, expr)]
     if not matches and isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names and (
@@ -733,8 +723,8 @@ def _order_numbers_as_numbers(order_by, scope: _Scope, columns, origins, resolve
     names = [c.name for c in columns]
     for item in order_by:
         expr = item.expr
-        if _is_ordinal(expr):
-            output = _ordinal(expr, len(names))
+        if is_ordinal(expr):
+            output = ordinal(expr, len(names))
         elif isinstance(expr, ast.ColumnRef) and expr.qualifier is None and expr.column in names:
             output = names.index(expr.column)  # an output's name comes before an input column's, as in Postgres
         else:
