@@ -64,6 +64,15 @@ def test_psql_meta_commands_describe_include_and_time(tmp_path, data_dir):
     assert done.returncode == 1 and "nested more than 16 deep" in done.stderr
 
 
+def test_describe_takes_one_name_and_runs_nothing_after_it(data_dir):
+    done = run("--data-dir", str(data_dir), stdin="CREATE TABLE a (id int);\n\\d a; DROP TABLE a\n\\d a;\n")
+    assert done.returncode == 1 and done.stderr == "<stdin>:2: \\d takes one name\n"
+    with icesink.connect(data_dir) as session:
+        assert rows(session, "SHOW TABLES") == [("a",)]
+    done = run("--data-dir", str(data_dir), "-c", "\\d a;")
+    assert done.returncode == 0 and ["id", "t", "integer"] in [line.split() for line in done.stdout.splitlines()]
+
+
 def test_command_and_standard_input(data_dir):
     done = run("--data-dir", str(data_dir), "-c", "CREATE TABLE a (id int); SHOW TABLES")
     assert done.returncode == 0 and done.stdout.splitlines()[0] == "CREATE TABLE" and "(1 row)" in done.stdout

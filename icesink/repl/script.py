@@ -116,7 +116,13 @@ class ScriptRunner:
     def run_meta(self, command: str, argument: str, source: str, line: int) -> bool:
         argument = argument.strip()
         if command == "d":  # psql's \\d: the objects, or a relation's columns
-            return self.run_sql(f"SHOW COLUMNS FROM {argument};" if argument else "SHOW OBJECTS;", source, line)
+            if not argument:
+                return self.run_sql("SHOW OBJECTS;", source, line)
+            statement = f"SHOW COLUMNS FROM {argument.rstrip(';').rstrip()}"  # psql reads `\\d t;` as t
+            if len(split_statements(statement)) != 1:  # only a name: `\\d t; DROP TABLE t` runs nothing
+                self.error_console.print(f"{source}:{line}: \\d takes one name", markup=False)
+                return False
+            return self.run_sql(statement + ";", source, line)
         if command in _LISTINGS:
             return self.run_sql(f"{_LISTINGS[command]};", source, line)
         if command in ("i", "include"):
