@@ -425,6 +425,14 @@ def test_update_and_delete_read_other_tables_and_write_what_postgres_writes(sess
     # Postgres's % and mod take no floating-point number
     "SELECT x % 2.5::float8 FROM t",
     "SELECT mod(x::real, 2) FROM t",
+    # date_part is a double precision, as EXTRACT is a numeric
+    "SELECT date_part('epoch', now()) % 60 FROM t",
+    # a truth value is no number, nor a moment (SQLite read true as 1, and now()'s text as its year)
+    "SELECT x < NOT ok FROM t",
+    "SELECT (x > 1) * 2 FROM t",
+    "SELECT id FROM t WHERE ok + ok",
+    "SELECT now()::timestamp * 2 FROM t",
+    "SELECT id FROM t WHERE now()::date > x",
 ])
 def test_a_number_beside_text_and_is_true_of_a_number_are_refused_as_postgres_refuses_them(session, postgres, sql):
     """Postgres refuses these where it plans the query (SQLite would read the text's leading digits, or 0, and
@@ -509,6 +517,12 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     # divides as a number of a floating type; an integer literal past 32 bits is a bigint
     "SELECT max(CASE WHEN ok THEN n ELSE n END), min(CASE WHEN g > 0 THEN n END), count(*) / extract(doy FROM DATE "
     "'2024-03-10') > 0.05, mod(2.5, floor(sum(3000000000))) = 2.5 FROM fruit",
+    # NOT after an operator takes what follows it (a syntax error here before)
+    "SELECT g, ok = NOT g > 2, g > 2 IS DISTINCT FROM NOT EXISTS (SELECT 1 FROM fruit WHERE g > 3) FROM fruit "
+    "ORDER BY g",
+    # a computed numeric SQLite holds as an integer divides as a numeric, however deep in the expression
+    "SELECT g, (extract(day FROM DATE '2024-01-15') + g) / 2 > 8, (g::numeric + 0) / 4 = g / 4.0, sum(g::numeric) "
+    "OVER (ORDER BY g) / 4 > 2 FROM fruit ORDER BY g",
     # an IN list takes its left side's collation alone: a computed numeric there never equalled a column's text
     "SELECT g, coalesce(n, 0) IN (n, 1), coalesce(n, 0) NOT IN (n) FROM fruit ORDER BY g",
     # LIKE's escape is a backslash, as Postgres's; a comparison compared keeps its parentheses

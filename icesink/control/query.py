@@ -193,6 +193,17 @@ def _check_beside_text(a, a_type: str, b, b_type: str, op: str, pos: int) -> Non
             render.record_literal(side, repr(value) if isinstance(value, float) else str(value), "number")
 
 
+def _check_unrelated(a_type: str, b_type: str, op: str, pos: int) -> None:
+    """A truth value beside a number, or in arithmetic, and a moment compared with, multiplied or divided by a
+    number: Postgres has no such operator, where SQLite reads a truth value as 1 or 0 and a moment's text as a
+    number (`ts * 2` was 4048)."""
+    kinds = {base_type(a_type), base_type(b_type)}
+    numbers = kinds & set(NUMERIC_ORDER)
+    if ("boolean" in kinds and (numbers or (op in _ARITHMETIC and UNKNOWN not in kinds))) or (
+            kinds & _MOMENTS and numbers and op not in ("+", "-")):
+        raise OperandError(f"operator does not exist: {_named(a_type)} {op} {_named(b_type)}", pos)
+
+
 def _truth_argument(expr, kind: str, what: str) -> None:
     """`what` takes a truth value, as Postgres requires (SQLite reads a number's, or text's leading digits, as one):
     a text literal is one, read by the boolean's input function (`WHERE 'true'`; SQLite read 'true' as 0)."""
@@ -344,13 +355,15 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             if base_type(other) in NUMERIC_ORDER or (expr.op == "+" and base_type(other) in _MOMENTS):
                 raise PlanError(f"operator does not exist: {base_type(left)} {expr.op} {base_type(right)}",
                                 expr.pos)
+        if expr.op in _COMPARISONS or expr.op in _ARITHMETIC:
+            _check_unrelated(left, right, expr.op, expr.pos)
         if expr.op in _COMPARISONS:
             _compared(expr.left, left, expr.right, right, expr.op, expr.pos)
         elif expr.op in _ARITHMETIC:
             _check_beside_text(expr.left, left, expr.right, right, expr.op, expr.pos)
-        if expr.op == "/":  # a date part is a number of a floating type, as Postgres's, though SQLite's be whole
-            for side in (expr.left, expr.right):
-                if isinstance(side, ast.FunctionCall) and side.name.value in ("date_part", "extract"):
+        if expr.op == "/":  # a computed numeric (a date part, a sum) may be SQLite's integer, which `/` truncates
+            for side, kind in ((expr.left, left), (expr.right, right)):
+                if base_type(kind) in ("numeric", "real", "double precision") and not isinstance(side, ast.Literal):
                     render.record_widening(side, "double precision")
         if expr.op == "%" and {base_type(left), base_type(right)} & {"real", "double precision"}:
             raise OperandError(f"operator does not exist: {_named(left)} % {_named(right)}", expr.pos)
@@ -489,8 +502,8 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             return "timestamp with time zone"
         if name in _CLOCK_TYPES:
             return _CLOCK_TYPES[name]
-        if name in ("extract", "date_part"):
-            return "numeric"
+        if name in ("extract", "date_part"):  # as Postgres 14 and Materialize type them
+            return "numeric" if expr.shown == "extract" else "double precision"
         return UNKNOWN
     if isinstance(expr, ast.RowConstructor):
         return "record"
