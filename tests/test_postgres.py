@@ -618,6 +618,7 @@ def test_a_set_operation_of_integer_and_numeric_columns_and_an_ordered_series_an
     "SELECT s, (SELECT count(*) FROM fruit o WHERE o.n < f.n) FROM fruit f GROUP BY s",
     "SELECT s FROM fruit f GROUP BY s HAVING EXISTS (SELECT 1 FROM fruit o WHERE o.n < f.n)",
     "SELECT s FROM fruit f GROUP BY s ORDER BY (SELECT count(*) FROM fruit o WHERE o.n < f.n)",
+    "SELECT s, (SELECT max(o.g + f.g) FROM fruit o) FROM fruit f GROUP BY s",  # the subquery's aggregate
     "SELECT s FROM fruit ORDER BY -(-0.5)",
     "SELECT s FROM fruit GROUP BY -0",
 ])
@@ -647,6 +648,7 @@ def test_an_ungrouped_column_and_a_constant_to_group_or_order_by_are_refused_as_
     "ORDER BY 1",
     "SELECT s FROM fruit f GROUP BY s HAVING EXISTS (SELECT 1 FROM fruit o WHERE o.s = f.s AND o.g > 1) ORDER BY s",
     "SELECT s, (SELECT max(o.g) FROM fruit o WHERE o.s = f.s) FROM fruit f GROUP BY s ORDER BY s",
+    "SELECT s, (SELECT max(f.g) FROM fruit o WHERE o.g = 1) FROM fruit f GROUP BY s ORDER BY s",  # the query's
     # HAVING, or an aggregate in ORDER BY, groups every row as one (SQLite: `HAVING clause on a non-aggregate query`)
     "SELECT 'some' AS rows, 2 FROM fruit HAVING count(*) > 3",
     "SELECT 'many' FROM fruit HAVING count(*) > 30",

@@ -152,12 +152,24 @@ class Grouping:
             self._check(child)
 
     def _check_subquery(self, node) -> None:
-        """The columns of this query a subquery reads, outside its aggregates (which may be this query's)."""
+        """The columns of this query a subquery reads, outside the aggregates that are this query's."""
         if isinstance(node, ast.ColumnRef) and id(node) in self.scope.read_by_subqueries:
             source = self.scope.source(node)
             if source is not None and source not in self.columns and source[0] not in self.decided:
                 raise GroupingError(f'subquery uses ungrouped column "{source[0]}.{source[1]}" from outer query',
                                     node.pos)
-        elif not is_aggregate(node):
+        elif not (is_aggregate(node) and self._ours(node)):
             for child in _children(node, subqueries=True):
                 self._check_subquery(child)
+
+    def _ours(self, aggregate) -> bool:
+        """Whether a subquery's aggregate is this query's, as Postgres decides: its arguments read columns of this
+        query alone (`max(f.n)`; `max(o.n + f.n)` and `count(*)` are the subquery's)."""
+        refs, stack = [], [aggregate]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.ColumnRef):
+                refs.append(node)
+            else:
+                stack.extend(_children(node, subqueries=True))
+        return bool(refs) and all(id(ref) in self.scope.read_by_subqueries for ref in refs)
