@@ -452,6 +452,27 @@ def test_a_number_beside_text_and_is_true_of_a_number_are_refused_as_postgres_re
     assert error.position.column == int(refused.value.diag.statement_position)
 
 
+@pytest.mark.parametrize("sql", [
+    "SELECT x * 1000000000 FROM t",
+    "SELECT -x - 2147483647 FROM t",
+    "SELECT id + 9223372036854775807::bigint FROM t",
+    "SELECT x::smallint * 20000::smallint FROM t",
+])
+def test_integer_arithmetic_past_its_type_is_refused_as_postgres_refuses_it(session, postgres, sql):
+    """SQLite's integers go to 64 bits, and past them to doubles: an integer output kept to its type's range, as
+    Postgres keeps it, is what a sink can write to the Iceberg column of that type."""
+    import psycopg
+
+    session.execute(NAMING_TABLE)
+    with postgres.admin() as admin:
+        admin.execute("DROP TABLE IF EXISTS t")
+        for statement in NAMING_TABLE.split("; "):
+            admin.execute(statement)
+        with pytest.raises(psycopg.Error) as refused:
+            admin.execute(sql)
+    assert error_of(session, sql).message == refused.value.diag.message_primary
+
+
 def _postgres_rows(postgres, tables: str, names: str, query: str) -> list[tuple]:
     """Postgres's answer to `query` over the tables the statements `tables` make (`names` dropped first)."""
     with postgres.admin() as admin:

@@ -774,6 +774,35 @@ def test_a_null_in_a_sinks_key_fails_the_sink_saying_which_column_and_writes_not
     assert got == [(1,), (2,)]
 
 
+def test_a_view_whose_query_fails_over_its_rows_stalls_its_sink_in_postgres_words_until_the_rows_change(
+        session, scheduler):
+    """An integer output past its type's range (SQLite's integers go to 64 bits, and Arrow refused the value with
+    its own words) or a division by zero: SELECT refuses the view as Postgres would, and its sink stalls saying
+    why, writes nothing of that batch, and goes on once the rows that caused it change."""
+    session.execute("""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE TABLE events (id bigint NOT NULL, account int, n int, PRIMARY KEY (id));
+        INSERT INTO events VALUES (1, 1, 5), (2, 2, 7);
+        CREATE MATERIALIZED VIEW doubled AS SELECT id, n * 2 AS twice, 100 / account AS share FROM events;
+        CREATE SINK doubled_lake FROM doubled INTO ICEBERG CATALOG CONNECTION lake
+          (NAMESPACE 'v', TABLE 'doubled') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+    """)
+    wait_for(_caught_up(session, "doubled_lake", "doubled", "events"), what="the view's first batch")
+    for change, message in (("INSERT INTO events VALUES (3, 1, 2000000000)", "integer out of range"),
+                            ("UPDATE events SET n = 1, account = 0 WHERE id = 3", "division by zero")):
+        session.execute(change)
+        assert error_of(session, "SELECT * FROM doubled").message == message
+        status, error = wait_for(lambda: (found := sink_status(session, "doubled_lake"))[0] == "stalled" and
+                                 found[1] == f"ValueError: computing the view's changes: {message}" and found,
+                                 what=f"the sink to stall: {message}")
+    got = duckdb_rows(iceberg_table(session, "doubled_lake").metadata_location, "id, twice, share", "id")
+    assert got == [(1, 10, 100), (2, 14, 50)]
+    session.execute("UPDATE events SET account = 4 WHERE id = 3")
+    wait_for(_caught_up(session, "doubled_lake", "doubled", "events"), what="the sink to go on")
+    got = duckdb_rows(iceberg_table(session, "doubled_lake").metadata_location, "id, twice, share", "id")
+    assert got == [(1, 10, 100), (2, 14, 50), (3, 2, 25)]
+
+
 def test_views_with_outputs_of_no_alias_reach_iceberg_by_the_names_postgres_gives_them(session, spark):
     """`count(*)`, `max(ts)`, `upper(s)`, `ts::date` are the columns count, max, upper and ts, in the view, its
     Iceberg table and SELECT alike; each view is kept incrementally, through inserts, updates and deletes."""

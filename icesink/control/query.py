@@ -357,6 +357,8 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
                                 expr.pos)
         if expr.op in _COMPARISONS or expr.op in _ARITHMETIC:
             _check_unrelated(left, right, expr.op, expr.pos)
+        if expr.op in ("+", "-") and base_type(left) in NUMERIC_ORDER and base_type(right) in NUMERIC_ORDER:
+            render.record_types(expr, ("number", "number"))
         if expr.op in _COMPARISONS:
             _compared(expr.left, left, expr.right, right, expr.op, expr.pos)
         elif expr.op in _ARITHMETIC:
@@ -563,6 +565,8 @@ def _bind_core(core: ast.SelectCore, resolve: Resolver, relations: list[Relation
             continue
         column = Column(output_name(item), _expr_type(item.expr, scope, resolve))
         render.record_column_scale(column, render.scale(item.expr))
+        if base_type(column.type) in INTEGERS and _integer_arithmetic(item.expr):
+            render.record_integer_output(item.expr, base_type(column.type))
         if base_type(column.type) == "numeric" and not _stored(item.expr):
             render.record_computed(column)
         columns.append(column)
@@ -578,6 +582,12 @@ def _bind_core(core: ast.SelectCore, resolve: Resolver, relations: list[Relation
         if not constant and not (output and not _in_scope(scope, expr)):
             _expr_type(expr, scope, resolve)
     return scope, columns, origins
+
+
+def _integer_arithmetic(expr) -> bool:
+    """`+`, `-` or `*`, which may leave an integer type's range (a division may not, but by -1)."""
+    return (isinstance(expr, ast.BinaryOp) and expr.op in ("+", "-", "*")) or (
+        isinstance(expr, ast.UnaryOp) and expr.op == "-")
 
 
 def _in_scope(scope: _Scope, ref: ast.ColumnRef) -> bool:

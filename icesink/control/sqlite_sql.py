@@ -227,6 +227,7 @@ SHOWN_MOMENTS = ("timestamp", "timestamp with time zone", "time")
 # casts to an integer type, which round and check the type's range (icesink_integer), by the type's name
 _INTEGER_TYPES = {exp.DataType.Type.SMALLINT: "smallint", exp.DataType.Type.INT: "integer",
                   exp.DataType.Type.BIGINT: "bigint", exp.DataType.Type.TINYINT: "smallint"}
+_INTEGER_BITS = {"smallint": 16, "integer": 32, "bigint": 64}
 
 
 def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
@@ -247,7 +248,13 @@ def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
             return exp.Cast(this=value, to=to)
         if operand == "text":  # read as the type's input reads it: '1.5' is no integer
             return exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string(integer), exp.Null(), value])
-        return exp.Anonymous(this="icesink_integer", expressions=[value, exp.Literal.string(integer)])
+        call = exp.Anonymous(this="icesink_integer", expressions=[value, exp.Literal.string(integer)])
+        if not cheap(value):
+            return call
+        top = 1 << (_INTEGER_BITS[integer] - 1)  # an integer within the type's range is itself, without a call
+        within = exp.and_(typeof_is(value, "integer"), exp.Between(
+            this=value.copy(), low=exp.Literal.number(-top), high=exp.Literal.number(top - 1)))
+        return exp.Case(ifs=[exp.If(this=within, true=value.copy())], default=call)
     if to.is_type(*exp.DataType.TEXT_TYPES):
         if operand and operand not in SHOWN_MOMENTS:  # text that only looks like a moment's keeps its digits
             return exp.Cast(this=value, to=to)
@@ -294,7 +301,8 @@ def _text_arithmetic(node: exp.Add | exp.Sub, replace: Callable) -> exp.Expressi
     operands are converted first; one that is large, or not deterministic, is not written again in a CASE: the
     call then takes every row."""
     name = "icesink_add" if isinstance(node, exp.Add) else "icesink_sub"
-    if _numbers_only(node):  # `1 + 1 + …`: no moment among them, and a long chain stays as flat as written
+    if _numbers_only(node) or node.meta.get("numbers"):  # `1 + 1 + …`, `n + 1`: no moment among them (the
+        # binder's types), and a long chain stays as flat as written
         return node
     left, right = node.this.transform(replace), node.expression.transform(replace)
     if not (_repeatable(left) and _repeatable(right)):

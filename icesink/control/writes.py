@@ -242,8 +242,9 @@ def plan_write(binder: Binder, stmt, text: str):
         where = select.args.get("where")
         if isinstance(stmt, ast.Update):
             tree = exp.Update(this=_target(stmt, storage), where=where, expressions=[
-                exp.EQ(this=exp.column(identifier(name)), expression=_converted(columns[name.value], value))
-                for (name, _), value in zip(stmt.assignments, select.expressions)])
+                exp.EQ(this=exp.column(identifier(name)), expression=_converted(columns[name.value], value.unalias()))
+                for (name, _), value in zip(stmt.assignments, select.expressions)])  # a value cast is named as a
+                # select's output would be
         else:
             tree = exp.Delete(this=_target(stmt, storage), where=where)
         sql = sqlite_sql(tree)

@@ -227,7 +227,10 @@ def _binary(node: ast.BinaryOp) -> exp.Expression:
         kinds = _typed(node) or ("", "")
         left, right = (_shown_text(side, kind, operand) for side, kind, operand
                        in zip((left, right), kinds, (node.left, node.right)))
-    return cls(this=left, expression=right)
+    built = cls(this=left, expression=right)
+    if node.op in ("+", "-") and _typed(node) == ("number", "number"):
+        built.meta["numbers"] = True  # no moment among the operands: SQLite's own + and -
+    return built
 
 
 # ---------------------------------------------------------------- what the binder's types change
@@ -425,6 +428,10 @@ def expression(node) -> exp.Expression:
     if origin is not None:
         return exp.Cast(this=expression(origin), to=exp.DataType.build("double precision", dialect="postgres"))
     converted = _expression(node)
+    integer = None if recorded is None else recorded.get(("integer", id(node)))
+    if integer is not None:  # cast to its own type, which checks the type's range
+        converted = exp.Cast(this=exp.paren(converted) if isinstance(converted, exp.Binary) else converted,
+                             to=exp.DataType.build(integer, dialect="postgres"))
     wider = None if recorded is None else recorded.get(("widen", id(node)))
     if wider is None:
         return converted
@@ -437,6 +444,15 @@ def record_widening(node, wider: str) -> None:
     recorded = _operand_types.get()
     if recorded is not None:
         recorded[("widen", id(node))] = wider
+
+
+def record_integer_output(node, kind: str) -> None:
+    """Notes that the output `node`, integer arithmetic, is of the integer type `kind`, whose range Postgres
+    keeps to (`integer out of range`), where SQLite's integers go to 64 bits and past them to doubles, inside
+    `typed()`: a sink writes the type's values alone."""
+    recorded = _operand_types.get()
+    if recorded is not None:
+        recorded[("integer", id(node))] = kind
 
 
 def record_ordered_as_number(node, origin) -> None:

@@ -18,7 +18,7 @@ from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
 from .engine_table import EngineTableInput, EngineTableReader
 from .generated_table import generated_option
-from .view import (ViewChanges, ViewInputs, WholeView, changes_of, create_indexes, recompute,
+from .view import (ViewChanges, ViewInputs, WholeView, changes_of, create_indexes, query_errors, recompute,
                    recompute_keys, view_batches, whole_partitions, whole_view)
 
 
@@ -95,21 +95,24 @@ class JoinedViewReader(DataSourceStreamReader):
     def read(self, partition):
         from ..tables import TableStore
 
-        if isinstance(partition, WholeView):
-            yield from whole_view(self.data_dir, self.view, partition, self.view_columns)
-            return
-        store = TableStore(self.data_dir)
-        try:
-            if isinstance(partition, AllKeys):
-                rows = recompute_keys(store.db, self.view, self.view.all_keys_sql, (partition.upto, partition.ts))
-            else:
-                side = ([self.view] + list(self.view.others))[partition.side]
-                changes = changes_of(self.relations[partition.side]["table_id"],
-                                     self.relations[partition.side]["columns"], side.changed_columns, partition.part)
-                rows = recompute(store.db, self.view, changes, side.touched_sql, side.changed_columns,
-                                 fallback=self.view.any_key_sql)
-        finally:
-            store.close()
+        with query_errors():
+            if isinstance(partition, WholeView):
+                yield from whole_view(self.data_dir, self.view, partition, self.view_columns)
+                return
+            store = TableStore(self.data_dir)
+            try:
+                if isinstance(partition, AllKeys):
+                    rows = recompute_keys(store.db, self.view, self.view.all_keys_sql,
+                                          (partition.upto, partition.ts))
+                else:
+                    side = ([self.view] + list(self.view.others))[partition.side]
+                    changes = changes_of(self.relations[partition.side]["table_id"],
+                                         self.relations[partition.side]["columns"], side.changed_columns,
+                                         partition.part)
+                    rows = recompute(store.db, self.view, changes, side.touched_sql, side.changed_columns,
+                                     fallback=self.view.any_key_sql)
+            finally:
+                store.close()
         yield from view_batches(rows, self.view_columns)
 
     def commit(self, end: dict) -> None:

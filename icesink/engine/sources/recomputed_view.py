@@ -22,7 +22,7 @@ from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
 from .base import Input
 from .generated_table import generated_option
-from .view import ViewChanges, ViewInputs, view_batches
+from .view import ViewChanges, ViewInputs, query_errors, view_batches
 
 log = logging.getLogger("icesink.sink")
 RESULTS_DIR = "view-results"
@@ -88,7 +88,8 @@ class RecomputedViewReader(DataSourceStreamReader):
 
         store = TableStore(self.data_dir)
         try:
-            return store.db.execute(self.view.query_sql).fetchall()
+            with query_errors():
+                return store.db.execute(self.view.query_sql).fetchall()
         finally:
             store.close()
 

@@ -19,10 +19,12 @@ import os
 import re
 import sqlite3
 import time
+from contextlib import contextmanager
 from decimal import ROUND_HALF_UP, Decimal
 
 from pyspark.sql.datasource import DataSource, InputPartition
 
+from ...catalog.sqlite import raised_in_function
 from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
 from ...model.types import Column, decoder
@@ -36,6 +38,20 @@ from .generated_table import generated_option
 
 CHANGES, TOUCHED, WHOLE = "_icesink_changes", "_icesink_touched", "_icesink_whole"
 log = logging.getLogger("icesink.sink")
+
+
+@contextmanager
+def query_errors():
+    """A view's query failing over its inputs' rows (a division by zero, an integer out of range) fails the batch
+    in Postgres's words, not SQLite's "user-defined function raised exception"; the sink retries it, and goes on
+    once those rows change."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raised = raised_in_function(exc)
+        if raised is None:
+            raise
+        raise ValueError(f"computing the view's changes: {raised}") from None
 
 
 class ViewChanges(DataSource):
@@ -184,16 +200,17 @@ class ViewReader(EngineTableReader):
     def read(self, partition):
         from ..tables import TableStore
 
-        if isinstance(partition, WholeView):
-            yield from whole_view(self.data_dir, self.view, partition, self.view_columns)
-            return
-        store = TableStore(self.data_dir)
-        try:
-            rows = recompute(store.db, self.view, changes_of(self.table_id, self.columns, self.view.changed_columns,
-                                                             partition, self.view.share_column),
-                             self.view.touched_sql)
-        finally:
-            store.close()
+        with query_errors():
+            if isinstance(partition, WholeView):
+                yield from whole_view(self.data_dir, self.view, partition, self.view_columns)
+                return
+            store = TableStore(self.data_dir)
+            try:
+                rows = recompute(store.db, self.view, changes_of(self.table_id, self.columns,
+                                                                 self.view.changed_columns, partition,
+                                                                 self.view.share_column), self.view.touched_sql)
+            finally:
+                store.close()
         yield from view_batches(rows, self.view_columns)
 
 
