@@ -433,6 +433,7 @@ def test_update_and_delete_read_other_tables_and_write_what_postgres_writes(sess
     "SELECT id FROM t WHERE ok + ok",
     "SELECT now()::timestamp * 2 FROM t",
     "SELECT id FROM t WHERE now()::date > x",
+    "SELECT now()::date + id::bigint FROM t",  # a date moves by an integer's days, not a bigint's
 ])
 def test_a_number_beside_text_and_is_true_of_a_number_are_refused_as_postgres_refuses_them(session, postgres, sql):
     """Postgres refuses these where it plans the query (SQLite would read the text's leading digits, or 0, and

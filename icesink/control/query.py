@@ -349,12 +349,11 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             return "timestamp" if base_type(moment) == "date" else moment  # a date moved by an interval: a timestamp
         if expr.op in ("+", "-") and moment is not None:
             other = right if moment is left else left
-            if base_type(moment) == "date" and base_type(other) in ("smallint", "integer", "bigint") and (
+            if base_type(moment) == "date" and base_type(other) in ("smallint", "integer") and (
                     expr.op == "+" or moment is left):
                 return "date"
             if base_type(other) in NUMERIC_ORDER or (expr.op == "+" and base_type(other) in _MOMENTS):
-                raise PlanError(f"operator does not exist: {base_type(left)} {expr.op} {base_type(right)}",
-                                expr.pos)
+                raise OperandError(f"operator does not exist: {_named(left)} {expr.op} {_named(right)}", expr.pos)
         if expr.op in _COMPARISONS or expr.op in _ARITHMETIC:
             _check_unrelated(left, right, expr.op, expr.pos)
         if expr.op in ("+", "-") and base_type(left) in NUMERIC_ORDER and base_type(right) in NUMERIC_ORDER:
