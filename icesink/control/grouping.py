@@ -163,8 +163,9 @@ class Grouping:
                 self._check_subquery(child)
 
     def _ours(self, aggregate) -> bool:
-        """Whether a subquery's aggregate is this query's, as Postgres decides: its arguments read columns of this
-        query alone (`max(f.n)`; `max(o.n + f.n)` and `count(*)` are the subquery's)."""
+        """Whether a subquery's aggregate is this query's, as Postgres decides: the nearest query whose columns its
+        arguments read, when none is the subquery's (`max(f.n)` is this query's; `max(o.n + f.n)` and `count(*)`
+        are the subquery's)."""
         refs, stack = [], [aggregate]
         while stack:
             node = stack.pop()
@@ -172,4 +173,9 @@ class Grouping:
                 refs.append(node)
             else:
                 stack.extend(_children(node, subqueries=True))
-        return bool(refs) and all(id(ref) in self.scope.read_by_subqueries for ref in refs)
+        scopes, scope = [], self.scope
+        while scope is not None:
+            scopes.append(scope)
+            scope = scope.outer
+        return any(id(ref) in self.scope.read_by_subqueries for ref in refs) and all(
+            any(id(ref) in s.read_by_subqueries for s in scopes) for ref in refs)

@@ -503,8 +503,9 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             return "timestamp with time zone"
         if name in _CLOCK_TYPES:
             return _CLOCK_TYPES[name]
-        if name in ("extract", "date_part"):  # as Postgres 14 and Materialize type them
-            return "numeric" if expr.shown == "extract" else "double precision"
+        if name in ("extract", "date_part"):  # Postgres's date_part is a double precision, but a view's stored
+            # text holds EXTRACT as date_part, whose columns would change type when it is planned again
+            return "numeric"
         return UNKNOWN
     if isinstance(expr, ast.RowConstructor):
         return "record"
@@ -564,7 +565,8 @@ def _bind_core(core: ast.SelectCore, resolve: Resolver, relations: list[Relation
             continue
         column = Column(output_name(item), _expr_type(item.expr, scope, resolve))
         render.record_column_scale(column, render.scale(item.expr))
-        if base_type(column.type) in INTEGERS and _integer_arithmetic(item.expr):
+        if base_type(column.type) in INTEGERS and _integer_arithmetic(item.expr) and item.expr not in core.group_by:
+            # (a group's key stays as grouped, which a view's sink finds its key by)
             render.record_integer_output(item.expr, base_type(column.type))
         if base_type(column.type) == "numeric" and not _stored(item.expr):
             render.record_computed(column)

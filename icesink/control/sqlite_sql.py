@@ -11,6 +11,7 @@ from sqlglot import exp
 from ..catalog.sqlite import INTERVAL_COLLATION
 from ..catalog.sql_functions import DATE_CUTS
 from ..errors import PlanError
+from ..engine.values import INT_RANGES
 from ..grammar import render
 from ..model.intervals import interval_parts, interval_text
 from .sqlite_aggregates import array_agg, array_aggregate, order_of, ordered_aggregate
@@ -37,6 +38,15 @@ def cheap(value: exp.Expression) -> bool:
 
 def typeof_is(value: exp.Expression, kind: str) -> exp.Expression:
     return exp.EQ(this=exp.Anonymous(this="typeof", expressions=[value.copy()]), expression=exp.Literal.string(kind))
+
+
+def integer_in_range(type_name: str, value: exp.Expression) -> exp.Expression:
+    """Whether `value` is an integer within the range of the integer type `type_name`, in SQLite's own terms."""
+    if type_name == "bigint":  # every integer SQLite holds
+        return typeof_is(value, "integer")
+    bound = INT_RANGES[type_name]
+    return exp.and_(typeof_is(value, "integer"), exp.Between(
+        this=value.copy(), low=exp.Literal.number(-bound), high=exp.Literal.number(bound - 1)))
 
 
 def _division(node: exp.Div | exp.Mod, replace: Callable) -> exp.Expression:
@@ -227,7 +237,6 @@ SHOWN_MOMENTS = ("timestamp", "timestamp with time zone", "time")
 # casts to an integer type, which round and check the type's range (icesink_integer), by the type's name
 _INTEGER_TYPES = {exp.DataType.Type.SMALLINT: "smallint", exp.DataType.Type.INT: "integer",
                   exp.DataType.Type.BIGINT: "bigint", exp.DataType.Type.TINYINT: "smallint"}
-_INTEGER_BITS = {"smallint": 16, "integer": 32, "bigint": 64}
 
 
 def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
@@ -251,10 +260,8 @@ def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
         call = exp.Anonymous(this="icesink_integer", expressions=[value, exp.Literal.string(integer)])
         if not cheap(value):
             return call
-        top = 1 << (_INTEGER_BITS[integer] - 1)  # an integer within the type's range is itself, without a call
-        within = exp.and_(typeof_is(value, "integer"), exp.Between(
-            this=value.copy(), low=exp.Literal.number(-top), high=exp.Literal.number(top - 1)))
-        return exp.Case(ifs=[exp.If(this=within, true=value.copy())], default=call)
+        # an integer within the type's range is itself, without a call
+        return exp.Case(ifs=[exp.If(this=integer_in_range(integer, value), true=value.copy())], default=call)
     if to.is_type(*exp.DataType.TEXT_TYPES):
         if operand and operand not in SHOWN_MOMENTS:  # text that only looks like a moment's keeps its digits
             return exp.Cast(this=value, to=to)

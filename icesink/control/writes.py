@@ -20,7 +20,7 @@ from ..grammar import render
 from ..grammar.render import identifier
 from .call_checks import check_table_functions
 from .queries import bound_columns, column_positions, engine_table_storage, sqlite_tables
-from .sqlite_sql import cheap, sqlite_sql, typeof_is
+from .sqlite_sql import cheap, integer_in_range, sqlite_sql, typeof_is
 from .query import check_qualified_columns, table_refs
 
 INPUT_FUNCTION = "icesink_in"
@@ -67,12 +67,8 @@ _STORED_TIMESTAMP = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9]
 def _as_stored(type_name: str, value: exp.Expression) -> exp.Expression | None:
     """When `value` is what a column of `type_name` stores of it, unchanged: an integer in the type's range, text
     for text, a timestamp in the store's form. None for a type without such a test."""
-    if type_name == "bigint":  # every integer SQLite holds
-        return typeof_is(value, "integer")
     if type_name in INT_RANGES:
-        bound = INT_RANGES[type_name]
-        return exp.and_(typeof_is(value, "integer"), exp.Between(
-            this=value.copy(), low=exp.Literal.number(-bound), high=exp.Literal.number(bound - 1)))
+        return integer_in_range(type_name, value)
     if type_name == "text":
         return typeof_is(value, "text")
     if type_name == "timestamp":
@@ -242,9 +238,9 @@ def plan_write(binder: Binder, stmt, text: str):
         where = select.args.get("where")
         if isinstance(stmt, ast.Update):
             tree = exp.Update(this=_target(stmt, storage), where=where, expressions=[
+                # unaliased: a value the binder casts is named, as a select's output would be
                 exp.EQ(this=exp.column(identifier(name)), expression=_converted(columns[name.value], value.unalias()))
-                for (name, _), value in zip(stmt.assignments, select.expressions)])  # a value cast is named as a
-                # select's output would be
+                for (name, _), value in zip(stmt.assignments, select.expressions)])
         else:
             tree = exp.Delete(this=_target(stmt, storage), where=where)
         sql = sqlite_sql(tree)

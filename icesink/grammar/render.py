@@ -548,8 +548,8 @@ def _select_item(item: ast.SelectItem) -> exp.Expression:
     node = expression(item.expr)
     if item.alias is not None:
         return exp.Alias(this=node, alias=identifier(item.alias))
-    widened = isinstance(node, exp.Cast) and not isinstance(item.expr, ast.Cast)  # read as a wider type: SQLite
-    # would name it by the cast
+    widened = isinstance(node, exp.Cast) and not isinstance(item.expr, ast.Cast)  # read as a wider type, or kept to
+    # its integer type's range: SQLite would name it by the cast
     if widened or _named_outputs.get() and not isinstance(item.expr, ast.ColumnRef):  # quoted: it may be a keyword
         return exp.Alias(this=node, alias=exp.to_identifier(output_name(item), quoted=True))
     return node
