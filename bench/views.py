@@ -100,7 +100,9 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
             writer = subprocess.run([sys.executable, __file__, "--write", str(data_dir), str(rows), str(rate),
                                      str(seconds), changes, str(users)], capture_output=True, text=True,
                                     check=True)
-            made = [tuple(json.loads(line)) for line in writer.stdout.splitlines()]
+            written = [json.loads(line) for line in writer.stdout.splitlines()]
+            made = [tuple(line[:3]) for line in written]
+            statements = [line[3] for line in written]
             offered = sum(n for _, _, n in made) / (made[-1][0] - made[0][0] + 1)
             deadline = time.time() + 300
             while recorder.batches[-1].offset < made[-1][1] and time.time() < deadline:
@@ -126,7 +128,8 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
               f"p95 {percentile(times, 0.95):.2f}s, worst {max(times):.2f}s; freshness p50 "
               f"{statistics.median(fresh):.1f}s, p95 {percentile(fresh, 0.95):.1f}s "
               f"({len(fresh)} of {len(made)} updates committed); a batch takes {per_change:.1f} µs a change "
-              "(median over the batches)", flush=True)
+              f"(median over the batches); the writing client's statements took p50 "
+              f"{statistics.median(statements):.2f}s, p95 {percentile(statements, 0.95):.2f}s", flush=True)
         return median, per_change, int(offered)
     finally:
         logging.getLogger("icesink.sink").removeHandler(recorder)
@@ -136,7 +139,7 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
 
 def write(data_dir: str, rows: int, rate: int, seconds: int, changes: str, users: int) -> None:
     """The writing client: once a second, `rate` events move to another hour and session, or `rate` new events come;
-    prints, per statement, the time it committed, the table's offset then, and the rows it changed."""
+    prints, per statement, the time it committed, the table's offset then, the rows it changed and its seconds."""
     with icesink.connect(data_dir) as session:
         table_id = session.catalog.get("user_events").id
         ends, statement = time.time() + seconds, 0
@@ -153,7 +156,8 @@ def write(data_dir: str, rows: int, rate: int, seconds: int, changes: str, users
                                 f"datetime({1793577600 + statement}, 'unixepoch') "
                                 f"FROM generate_series({first}, {first + rate - 1}) AS n")
                 made = rate
-            print(json.dumps([time.time(), session.tables.latest_offset(table_id), made]), flush=True)
+            print(json.dumps([time.time(), session.tables.latest_offset(table_id), made, time.time() - tick]),
+                  flush=True)
             statement += 1
             time.sleep(max(0.0, 1 - (time.time() - tick)))
 
