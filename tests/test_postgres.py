@@ -436,6 +436,15 @@ def test_update_and_delete_read_other_tables_and_write_what_postgres_writes(sess
 def test_a_number_beside_text_and_is_true_of_a_number_are_refused_as_postgres_refuses_them(session, postgres, sql):
     """Postgres refuses these where it plans the query (SQLite would read the text's leading digits, or 0, and
     take any value for IS TRUE); icesink says what Postgres says, pointing at the operand or operator."""
+    refused = _refused_over_naming_table(session, postgres, sql)
+    expected = refused.diag.message_primary
+    error = error_of(session, sql)
+    assert error.message.removesuffix(" of type") == expected.split(" (")[0].removesuffix(" of type")
+    assert error.position.column == int(refused.diag.statement_position)
+
+
+def _refused_over_naming_table(session, postgres, sql: str):
+    """Postgres's error for `sql` over NAMING_TABLE's table, which the session has too."""
     import psycopg
 
     session.execute(NAMING_TABLE)
@@ -445,10 +454,7 @@ def test_a_number_beside_text_and_is_true_of_a_number_are_refused_as_postgres_re
             admin.execute(statement)
         with pytest.raises(psycopg.Error) as refused:
             admin.execute(sql)
-    expected = refused.value.diag.message_primary
-    error = error_of(session, sql)
-    assert error.message.removesuffix(" of type") == expected.split(" (")[0].removesuffix(" of type")
-    assert error.position.column == int(refused.value.diag.statement_position)
+    return refused.value
 
 
 @pytest.mark.parametrize("sql", [
@@ -460,16 +466,8 @@ def test_a_number_beside_text_and_is_true_of_a_number_are_refused_as_postgres_re
 def test_integer_arithmetic_past_its_type_is_refused_as_postgres_refuses_it(session, postgres, sql):
     """SQLite's integers go to 64 bits, and past them to doubles: an integer output kept to its type's range, as
     Postgres keeps it, is what a sink can write to the Iceberg column of that type."""
-    import psycopg
-
-    session.execute(NAMING_TABLE)
-    with postgres.admin() as admin:
-        admin.execute("DROP TABLE IF EXISTS t")
-        for statement in NAMING_TABLE.split("; "):
-            admin.execute(statement)
-        with pytest.raises(psycopg.Error) as refused:
-            admin.execute(sql)
-    assert error_of(session, sql).message == refused.value.diag.message_primary
+    refused = _refused_over_naming_table(session, postgres, sql)
+    assert error_of(session, sql).message == refused.diag.message_primary
 
 
 def _postgres_rows(postgres, tables: str, names: str, query: str) -> list[tuple]:

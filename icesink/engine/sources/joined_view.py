@@ -18,8 +18,8 @@ from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
 from .engine_table import EngineTableInput, EngineTableReader
 from .generated_table import generated_option
-from .view import (ViewChanges, ViewInputs, WholeView, changes_of, create_indexes, query_errors, recompute,
-                   recompute_keys, view_batches, whole_partitions, whole_view)
+from .view import (ViewChanges, ViewInputs, changes_of, create_indexes, recompute, recompute_keys, view_partition,
+                   whole_partitions)
 
 
 class Changes(InputPartition):
@@ -93,27 +93,15 @@ class JoinedViewReader(DataSourceStreamReader):
                 for part in reader.partitions(start, end)]
 
     def read(self, partition):
-        from ..tables import TableStore
-
-        with query_errors():
-            if isinstance(partition, WholeView):
-                yield from whole_view(self.data_dir, self.view, partition, self.view_columns)
-                return
-            store = TableStore(self.data_dir)
-            try:
-                if isinstance(partition, AllKeys):
-                    rows = recompute_keys(store.db, self.view, self.view.all_keys_sql,
-                                          (partition.upto, partition.ts))
-                else:
-                    side = ([self.view] + list(self.view.others))[partition.side]
-                    changes = changes_of(self.relations[partition.side]["table_id"],
-                                         self.relations[partition.side]["columns"], side.changed_columns,
-                                         partition.part)
-                    rows = recompute(store.db, self.view, changes, side.touched_sql, side.changed_columns,
-                                     fallback=self.view.any_key_sql)
-            finally:
-                store.close()
-        yield from view_batches(rows, self.view_columns)
+        def changed(db):
+            if isinstance(partition, AllKeys):
+                return recompute_keys(db, self.view, self.view.all_keys_sql, (partition.upto, partition.ts))
+            side = ([self.view] + list(self.view.others))[partition.side]
+            changes = changes_of(self.relations[partition.side]["table_id"],
+                                 self.relations[partition.side]["columns"], side.changed_columns, partition.part)
+            return recompute(db, self.view, changes, side.touched_sql, side.changed_columns,
+                             fallback=self.view.any_key_sql)
+        yield from view_partition(self.data_dir, self.view, partition, self.view_columns, changed)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the sink acknowledges what it committed to Iceberg, not what Spark read."""

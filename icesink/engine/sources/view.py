@@ -198,20 +198,9 @@ class ViewReader(EngineTableReader):
                 for wave in waves for part in range(len(wave))]
 
     def read(self, partition):
-        from ..tables import TableStore
-
-        with query_errors():
-            if isinstance(partition, WholeView):
-                yield from whole_view(self.data_dir, self.view, partition, self.view_columns)
-                return
-            store = TableStore(self.data_dir)
-            try:
-                rows = recompute(store.db, self.view, changes_of(self.table_id, self.columns,
-                                                                 self.view.changed_columns, partition,
-                                                                 self.view.share_column), self.view.touched_sql)
-            finally:
-                store.close()
-        yield from view_batches(rows, self.view_columns)
+        yield from view_partition(self.data_dir, self.view, partition, self.view_columns, lambda db: recompute(
+            db, self.view, changes_of(self.table_id, self.columns, self.view.changed_columns, partition,
+                                      self.view.share_column), self.view.touched_sql))
 
 
 class SharedRange(OffsetRange):
@@ -221,6 +210,23 @@ class SharedRange(OffsetRange):
         super().__init__(after, upto)
         self.value = (after, upto, part, parts)
         self.part, self.parts = part, parts
+
+
+def view_partition(data_dir, view: ViewInput, partition, view_columns: list[dict], changed):
+    """Arrow record batches of a partition of a view's changes: the whole view for a first batch's, else
+    `changed(db)` over the store."""
+    from ..tables import TableStore
+
+    with query_errors():
+        if isinstance(partition, WholeView):
+            yield from whole_view(data_dir, view, partition, view_columns)
+            return
+        store = TableStore(data_dir)
+        try:
+            rows = changed(store.db)
+        finally:
+            store.close()
+    yield from view_batches(rows, view_columns)
 
 
 def whole_view(data_dir, view: ViewInput, partition: WholeView, view_columns: list[dict]):
