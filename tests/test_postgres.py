@@ -432,6 +432,12 @@ def test_update_and_delete_read_other_tables_and_write_what_postgres_writes(sess
     "SELECT now()::timestamp * 2 FROM t",
     "SELECT id FROM t WHERE now()::date > x",
     "SELECT now()::date + id::bigint FROM t",  # a date moves by an integer's days, not a bigint's
+    # so in IN, BETWEEN and IS DISTINCT FROM, at the predicate's first keyword, by the comparison Postgres names
+    "SELECT id FROM t WHERE x NOT IN (ok, true)",
+    "SELECT x NOT BETWEEN ok AND 3 FROM t",
+    "SELECT x IS DISTINCT FROM ok FROM t",
+    "SELECT id FROM t WHERE now()::timestamp IN (SELECT x FROM t)",
+    "SELECT ok + NULL FROM t",
 ])
 def test_a_number_beside_text_and_is_true_of_a_number_are_refused_as_postgres_refuses_them(session, postgres, sql):
     """Postgres refuses these where it plans the query (SQLite would read the text's leading digits, or 0, and

@@ -199,7 +199,7 @@ def _check_unrelated(a_type: str, b_type: str, op: str, pos: int) -> None:
     number (`ts * 2` was 4048)."""
     kinds = {base_type(a_type), base_type(b_type)}
     numbers = kinds & set(NUMERIC_ORDER)
-    if ("boolean" in kinds and (numbers or (op in _ARITHMETIC and UNKNOWN not in kinds))) or (
+    if ("boolean" in kinds and (numbers or op in _ARITHMETIC)) or (
             kinds & _MOMENTS and numbers and op not in ("+", "-")):
         raise OperandError(f"operator does not exist: {_named(a_type)} {op} {_named(b_type)}", pos)
 
@@ -288,8 +288,14 @@ def _compare_as_numbers(a, a_type: str, b, b_type: str, in_list: bool = False) -
             render.record_widening(side, "double precision")
 
 
+# the comparison Postgres names in an error of a predicate's operands (`x NOT BETWEEN a AND b` is x < a OR x > b)
+_COMPARED_AS = {("in", False): "=", ("in", True): "<>", ("between", False): ">=", ("between", True): "<",
+                ("is_distinct", False): "=", ("is_distinct", True): "="}
+
+
 def _compared(a, a_type: str, b, b_type: str, op: str, pos: int, in_list: bool = False) -> None:
     """Two operands compared (a comparison, IN, BETWEEN, CASE x WHEN v), each read as Postgres compares them."""
+    _check_unrelated(a_type, b_type, op, pos)
     _check_beside_text(a, a_type, b, b_type, op, pos)
     _widen_moments(a, a_type, b, b_type)
     _compare_as_numbers(a, a_type, b, b_type, in_list)
@@ -354,7 +360,7 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
                 return "date"
             if base_type(other) in NUMERIC_ORDER or (expr.op == "+" and base_type(other) in _MOMENTS):
                 raise OperandError(f"operator does not exist: {_named(left)} {expr.op} {_named(right)}", expr.pos)
-        if expr.op in _COMPARISONS or expr.op in _ARITHMETIC:
+        if expr.op in _ARITHMETIC:  # a comparison's, _compared's
             _check_unrelated(left, right, expr.op, expr.pos)
         if expr.op in ("+", "-") and base_type(left) in NUMERIC_ORDER and base_type(right) in NUMERIC_ORDER:
             render.record_types(expr, ("number", "number"))
@@ -393,12 +399,13 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         query, bound = rows[0] if rows else (None, None)
         if expr.kind == "in" and rows and types and len(query.cores) == 1 and bound.columns and not isinstance(
                 query.cores[0].items[0].expr, ast.Star):  # a value IN a query's values: compared as by `=`
-            _compared(expr.operands[0], types[0], query.cores[0].items[0].expr, bound.columns[0].type, "=", expr.pos,
-                      in_list=True)
+            _compared(expr.operands[0], types[0], query.cores[0].items[0].expr, bound.columns[0].type,
+                      "<>" if expr.negated else "=", expr.pos, in_list=True)
         compared = expr.kind in ("in", "between", "is_distinct") and len(types) == len(expr.operands)  # not of
         # a subquery's rows, which `types` leaves out
         for operand, kind in zip(expr.operands[1:], types[1:]) if compared else ():  # each compared with the first
-            _compared(expr.operands[0], types[0], operand, kind, "=", expr.pos, in_list=expr.kind == "in")
+            _compared(expr.operands[0], types[0], operand, kind, _COMPARED_AS[expr.kind, expr.negated], expr.pos,
+                      in_list=expr.kind == "in")
         if expr.kind == "is" and base_type(types[0]) not in ("boolean", UNKNOWN) and not _text_literal(
                 expr.operands[0]):
             truth = {True: "TRUE", False: "FALSE", None: "UNKNOWN"}[expr.operands[1].value]

@@ -241,12 +241,18 @@ class QueryBuilder:
     def _negated(self, c):
         return any(self._is_kw(x, "NOT") for x in c)
 
+    @staticmethod
+    def _keyword_pos(c) -> int:
+        """Where a predicate's first keyword is written (`x NOT IN …`: NOT), where Postgres points at its operands'
+        error."""
+        return next((x.start_pos for x in c if isinstance(x, Token)), 0)
+
     def is_null(self, c):
         return ast.Predicate("is_null", (c[0],), self._negated(c))
 
     def is_distinct(self, c):
         operands = self._strip(c)
-        return ast.Predicate("is_distinct", tuple(operands), self._negated(c))
+        return ast.Predicate("is_distinct", tuple(operands), self._negated(c), self._keyword_pos(c))
 
     def truth_value(self, c):
         value = {"TRUE": True, "FALSE": False}.get(str(c[0]).upper())  # UNKNOWN: the null boolean
@@ -271,11 +277,11 @@ class QueryBuilder:
         return ast.Predicate(op, tuple(operands), self._negated(c))
 
     def in_list(self, c):
-        return ast.Predicate("in", tuple(self._strip(c)), self._negated(c))
+        return ast.Predicate("in", tuple(self._strip(c)), self._negated(c), self._keyword_pos(c))
 
     def in_subquery(self, c):
         operands = self._strip(c)
-        return ast.Predicate("in", (operands[0], ast.Subquery(operands[1])), self._negated(c))
+        return ast.Predicate("in", (operands[0], ast.Subquery(operands[1])), self._negated(c), self._keyword_pos(c))
 
     def quantifier(self, c):
         return c[0]
@@ -310,7 +316,7 @@ class QueryBuilder:
         return ast.FunctionCall(ast.Name("array", pos=c[0].start_pos), tuple(self._strip(c)))
 
     def between(self, c):
-        return ast.Predicate("between", tuple(self._strip(c)), self._negated(c))
+        return ast.Predicate("between", tuple(self._strip(c)), self._negated(c), self._keyword_pos(c))
 
     def exists(self, c):
         return ast.Predicate("exists", (ast.Subquery(c[-1]),), False, c[0].start_pos)
