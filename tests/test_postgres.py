@@ -523,7 +523,7 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     "SELECT n FROM fruit INTERSECT SELECT n + 0 FROM fruit ORDER BY 1",
     "SELECT count(DISTINCT x), min(x) FROM (SELECT n AS x FROM fruit UNION ALL SELECT n * 1 FROM fruit) s",
     # a subquery's column has the scale of what it computes, not its type's declared one (floor(n) showed 2.00)
-    "SELECT x, y, z FROM (SELECT floor(n) AS x, n * 2 AS y, coalesce(n, 1.555) AS z, g FROM fruit) s ORDER BY g",
+    "SELECT x, y, z FROM (SELECT floor(n) AS x, n * 2 AS y, coalesce(n, 1.55) AS z, g FROM fruit) s ORDER BY g",
     "SELECT * FROM (SELECT g, n * 2 AS m FROM fruit UNION SELECT g, n FROM fruit) s ORDER BY g, m",
     # date_trunc of a date is a timestamptz; a date among timestamps (coalesce, CASE, greatest) is one
     "SELECT date_trunc('month', DATE '2024-01-15')::text, date_trunc('month', DATE '2024-01-15') = DATE "
@@ -541,6 +541,9 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     # divides as a number of a floating type; an integer literal past 32 bits is a bigint
     "SELECT max(CASE WHEN ok THEN n ELSE n END), min(CASE WHEN g > 0 THEN n END), count(*) / extract(doy FROM DATE "
     "'2024-03-10') > 0.05, mod(2.5, floor(sum(3000000000))) = 2.5 FROM fruit",
+    # a stored numeric among computed numbers is one value with an equal one (coalesce(n, 0) made two groups of 0)
+    "SELECT (SELECT count(*) FROM (SELECT DISTINCT CASE WHEN g > 1 THEN n ELSE 10 END FROM fruit) s), (SELECT "
+    "count(*) FROM (SELECT coalesce(CASE WHEN g > 1 THEN n END, 10) AS c FROM fruit GROUP BY 1) s)",
     # NOT after an operator takes what follows it (a syntax error here before)
     "SELECT g, ok = NOT g > 2, g > 2 IS DISTINCT FROM NOT EXISTS (SELECT 1 FROM fruit WHERE g > 3) FROM fruit "
     "ORDER BY g",

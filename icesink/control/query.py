@@ -250,6 +250,14 @@ def _common_type(values: list, types: list[str]) -> str:
             _check_beside_text(value, kind, _NO_COLUMN, common, "=", value.pos)
         elif base_type(kind) in _WIDENING and base_type(common) in _WIDENING and base_type(kind) != base_type(common):
             render.record_widening(value, base_type(common))  # the store's text of a date is not a timestamp's
+    if base_type(common) == "numeric":
+        # a numeric's text (a stored column's, or a CASE of one) among numbers SQLite computed, which it never finds
+        # equal (coalesce(n, 0) was two groups of 0): each read as a double, as SQLite computes the others
+        numbers = [v for v, t in zip(values, types) if base_type(t) in NUMERIC_ORDER or _text_literal(v)]
+        if not all(_stored(v) for v in numbers):
+            for value in numbers:
+                if not isinstance(value, ast.Literal):
+                    render.record_widening(value, "double precision")
     return common
 
 
