@@ -435,6 +435,8 @@ def test_update_and_delete_read_other_tables_and_write_what_postgres_writes(sess
     # so in IN, BETWEEN and IS DISTINCT FROM, at the predicate's first keyword, by the comparison Postgres names
     "SELECT id FROM t WHERE x NOT IN (ok, true)",
     "SELECT x NOT BETWEEN ok AND 3 FROM t",
+    "SELECT x BETWEEN 1 AND ok FROM t",
+    "SELECT id FROM t WHERE x NOT IN (SELECT ok FROM t)",
     "SELECT x IS DISTINCT FROM ok FROM t",
     "SELECT id FROM t WHERE now()::timestamp IN (SELECT x FROM t)",
     "SELECT ok + NULL FROM t",
@@ -543,7 +545,9 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     "'2024-03-10') > 0.05, mod(2.5, floor(sum(3000000000))) = 2.5 FROM fruit",
     # a stored numeric among computed numbers is one value with an equal one (coalesce(n, 0) made two groups of 0)
     "SELECT (SELECT count(*) FROM (SELECT DISTINCT CASE WHEN g > 1 THEN n ELSE 10 END FROM fruit) s), (SELECT "
-    "count(*) FROM (SELECT coalesce(CASE WHEN g > 1 THEN n END, 10) AS c FROM fruit GROUP BY 1) s)",
+    "count(*) FROM (SELECT coalesce(CASE WHEN g > 1 THEN n END, 10) AS c FROM fruit GROUP BY 1) s), (SELECT "
+    "count(*) FROM (SELECT DISTINCT coalesce(CASE WHEN g = 2 THEN n END, g * 5) FROM fruit) s), "
+    "coalesce(max(g), 0.5) FROM fruit",
     # NOT after an operator takes what follows it (a syntax error here before)
     "SELECT g, ok = NOT g > 2, g > 2 IS DISTINCT FROM NOT EXISTS (SELECT 1 FROM fruit WHERE g > 3) FROM fruit "
     "ORDER BY g",

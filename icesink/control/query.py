@@ -250,15 +250,19 @@ def _common_type(values: list, types: list[str]) -> str:
             _check_beside_text(value, kind, _NO_COLUMN, common, "=", value.pos)
         elif base_type(kind) in _WIDENING and base_type(common) in _WIDENING and base_type(kind) != base_type(common):
             render.record_widening(value, base_type(common))  # the store's text of a date is not a timestamp's
-    if base_type(common) == "numeric":
-        # a numeric's text (a stored column's, or a CASE of one) among numbers SQLite computed, which it never finds
-        # equal (coalesce(n, 0) was two groups of 0): each read as a double, as SQLite computes the others
-        numbers = [v for v, t in zip(values, types) if base_type(t) in NUMERIC_ORDER or _text_literal(v)]
-        if not all(_stored(v) for v in numbers):
-            for value in numbers:
-                if not isinstance(value, ast.Literal):
-                    render.record_widening(value, "double precision")
     return common
+
+
+def _numbers_alike(values: list, types: list[str]) -> None:
+    """CASE's results or coalesce's arguments of a numeric type: a numeric's text (a stored column's, or a CASE of
+    one) among numbers SQLite computes, or another scale's text, which SQLite never finds equal (coalesce(n, 0)
+    was two groups of 0), each read as a double, as SQLite computes the others; stored columns of one scale keep
+    their text."""
+    numerics = [v for v, t in zip(values, types) if base_type(t) == "numeric" and not isinstance(v, ast.Literal)]
+    others = [v for v, t in zip(values, types) if base_type(t) in NUMERIC_ORDER and v not in numerics]
+    if others or not all(_stored(v) for v in numerics) or len({render.scale(v) for v in numerics}) > 1:
+        for value in numerics:
+            render.record_widening(value, "double precision")
 
 
 def _unified(common: str, kind: str) -> str:
@@ -297,8 +301,8 @@ def _compare_as_numbers(a, a_type: str, b, b_type: str, in_list: bool = False) -
 
 
 # the comparison Postgres names in an error of a predicate's operands (`x NOT BETWEEN a AND b` is x < a OR x > b)
-_COMPARED_AS = {("in", False): "=", ("in", True): "<>", ("between", False): ">=", ("between", True): "<",
-                ("is_distinct", False): "=", ("is_distinct", True): "="}
+_COMPARED_AS = {("in", False): ("=",), ("in", True): ("<>",), ("between", False): (">=", "<="),
+                ("between", True): ("<", ">"), ("is_distinct", False): ("=",), ("is_distinct", True): ("=",)}
 
 
 def _compared(a, a_type: str, b, b_type: str, op: str, pos: int, in_list: bool = False) -> None:
@@ -407,13 +411,14 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         query, bound = rows[0] if rows else (None, None)
         if expr.kind == "in" and rows and types and len(query.cores) == 1 and bound.columns and not isinstance(
                 query.cores[0].items[0].expr, ast.Star):  # a value IN a query's values: compared as by `=`
-            _compared(expr.operands[0], types[0], query.cores[0].items[0].expr, bound.columns[0].type,
-                      "<>" if expr.negated else "=", expr.pos, in_list=True)
+            _compared(expr.operands[0], types[0], query.cores[0].items[0].expr, bound.columns[0].type, "=",
+                      expr.pos, in_list=True)  # NOT IN (SELECT …) is NOT (x = ANY (…)) to Postgres
         compared = expr.kind in ("in", "between", "is_distinct") and len(types) == len(expr.operands)  # not of
         # a subquery's rows, which `types` leaves out
-        for operand, kind in zip(expr.operands[1:], types[1:]) if compared else ():  # each compared with the first
-            _compared(expr.operands[0], types[0], operand, kind, _COMPARED_AS[expr.kind, expr.negated], expr.pos,
-                      in_list=expr.kind == "in")
+        for i, (operand, kind) in enumerate(zip(expr.operands[1:], types[1:]) if compared else ()):  # each
+            # compared with the first, by the comparison Postgres names (BETWEEN's bounds by >= and <=)
+            op = _COMPARED_AS[expr.kind, expr.negated][min(i, 1) if expr.kind == "between" else 0]
+            _compared(expr.operands[0], types[0], operand, kind, op, expr.pos, in_list=expr.kind == "in")
         if expr.kind == "is" and base_type(types[0]) not in ("boolean", UNKNOWN) and not _text_literal(
                 expr.operands[0]):
             truth = {True: "TRUE", False: "FALSE", None: "UNKNOWN"}[expr.operands[1].value]
@@ -431,7 +436,11 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             else:
                 _truth_argument(when, kind, "CASE/WHEN")
         results = [then for _, then in expr.whens] + ([] if expr.default is None else [expr.default])
-        return _common_type(results, [_expr_type(r, scope, resolve) for r in results])
+        kinds = [_expr_type(r, scope, resolve) for r in results]
+        common = _common_type(results, kinds)
+        if base_type(common) == "numeric":
+            _numbers_alike(results, kinds)
+        return common
     if isinstance(expr, ast.Subquery):
         bound = bind_query(expr.query, resolve, outer=scope)
         return bound.columns[0].type if bound.columns else UNKNOWN
@@ -477,6 +486,8 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             return "double precision" if base_type(arg_types[0]) in ("real", "double precision") else "numeric"
         if name in _UNIFYING and arg_types:
             common = _common_type(expr.args, arg_types)
+            if name == "coalesce" and base_type(common) == "numeric":
+                _numbers_alike(expr.args, arg_types)
             if name != "coalesce" and base_type(common) == "numeric":  # they compare their arguments
                 for arg in expr.args:
                     if not isinstance(arg, ast.Literal):
