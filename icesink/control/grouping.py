@@ -26,14 +26,9 @@ def is_aggregate(node) -> bool:
             and (node.name.value.lower() not in ("min", "max") or len(node.args) == 1))
 
 
-def _children(node, subqueries: bool = False):
-    """`node`'s children; a subquery's too where `subqueries`."""
-    if isinstance(node, tuple):
-        return node
-    if dataclasses.is_dataclass(node) and not isinstance(node, ast.Name if subqueries else (
-            ast.Subquery, ast.Query, ast.Name)):
-        return tuple(getattr(node, f.name) for f in dataclasses.fields(node) if f.compare)
-    return ()
+def _children(node):
+    """`node`'s children at this level of the query (not a subquery's)."""
+    return () if isinstance(node, (ast.Subquery, ast.Query)) else ast.children(node)
 
 
 def is_ordinal(expr) -> bool:
@@ -159,20 +154,14 @@ class Grouping:
                 raise GroupingError(f'subquery uses ungrouped column "{source[0]}.{source[1]}" from outer query',
                                     node.pos)
         elif not (is_aggregate(node) and self._ours(node)):
-            for child in _children(node, subqueries=True):
+            for child in ast.children(node):
                 self._check_subquery(child)
 
     def _ours(self, aggregate) -> bool:
         """Whether a subquery's aggregate is this query's, as Postgres decides: the nearest query whose columns its
         arguments read, when none is the subquery's (`max(f.n)` is this query's; `max(o.n + f.n)` and `count(*)`
         are the subquery's)."""
-        refs, stack = [], [aggregate]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, ast.ColumnRef):
-                refs.append(node)
-            else:
-                stack.extend(_children(node, subqueries=True))
+        refs = [node for node in ast.walk(aggregate) if isinstance(node, ast.ColumnRef)]
         scopes, scope = [], self.scope
         while scope is not None:
             scopes.append(scope)

@@ -9,6 +9,7 @@ from typing import Callable, Iterator
 from ..engine.values import InvalidValue, input_function
 from ..errors import NotSupportedYet, PlanError
 from ..grammar import ast, render
+from ..grammar.ast import walk
 from ..grammar.output_names import output_name
 from ..grammar.query_builder import CLOCK_FUNCTIONS
 from .grouping import check_grouping, check_positions, is_ordinal, ordinal
@@ -33,19 +34,6 @@ class BoundQuery:
     columns: tuple[Column, ...] | None
     unique_keys: tuple[frozenset[str], ...]  # each a set of output column names known to be unique
     relations: tuple[Relation, ...]
-
-
-def walk(node) -> Iterator[object]:
-    """Every dataclass node and tuple member below `node`, depth first (without recursion: a long chain of
-    operators is a deep tree)."""
-    stack = [node]
-    while stack:
-        node = stack.pop()
-        yield node
-        if dataclasses.is_dataclass(node):
-            stack.extend(getattr(node, f.name) for f in reversed(dataclasses.fields(node)))
-        elif isinstance(node, tuple):
-            stack.extend(reversed(node))
 
 
 def check_distinct_on_order(query: ast.Query) -> None:
@@ -890,9 +878,5 @@ def _this_level(clauses) -> Iterator[object]:
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, (ast.Query, ast.TableRef, ast.ShowRef)):
-            continue
-        if dataclasses.is_dataclass(node):
-            stack.extend(getattr(node, f.name) for f in reversed(dataclasses.fields(node)))
-        elif isinstance(node, tuple):
-            stack.extend(reversed(node))
+        if not isinstance(node, (ast.Query, ast.TableRef, ast.ShowRef)):
+            stack.extend(reversed(ast.children(node)))

@@ -6,8 +6,9 @@ laid out.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Iterator, Optional, Union
 
 
 def _pos():
@@ -569,3 +570,22 @@ class SetVariable(Statement):
 @dataclass(frozen=True)
 class Select(Statement):
     query: Query
+
+
+def children(node) -> tuple:
+    """A node's fields that say what it is (not where it was written), or a tuple's members."""
+    if isinstance(node, tuple):
+        return node
+    if dataclasses.is_dataclass(node):
+        return tuple(getattr(node, f.name) for f in dataclasses.fields(node) if f.compare)
+    return ()
+
+
+def walk(node) -> Iterator[object]:
+    """`node` and everything below it, depth first (without recursion: a long chain of operators is a deep
+    tree)."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(children(node)))
