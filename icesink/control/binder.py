@@ -75,10 +75,21 @@ class Binder:
 
     def relation(self, name: ast.ObjectName) -> tuple[CatalogObject, Relation]:
         obj = self.lookup(name, RELATION_KINDS, "source, table or materialized view")
-        return obj, relation_of(obj)
+        return obj, relation_of(obj, declared_key=self.generator_source(obj) is None)
+
+    def generator_source(self, obj: CatalogObject | None) -> CatalogObject | None:
+        """The load generator source whose relation `obj` is (the source itself, or a subsource of it); else None."""
+        if obj is None:
+            return None
+        if obj.kind == "source":
+            return obj if obj.type == "load-generator" else None
+        source_id = getattr(obj.descriptor, "source_id", None)
+        source = self.catalog.get_by_id(source_id) if source_id else None
+        return source if source is not None and source.type == "load-generator" else None
 
 
-def relation_of(obj: CatalogObject) -> Relation:
+def relation_of(obj: CatalogObject, declared_key: bool = True) -> Relation:
     """Columns None: not known until the upstream system is asked (Postgres tables)."""
     return Relation(obj.id, obj.name, obj.descriptor.columns, tuple(obj.descriptor.primary_key),
-                    tuple(getattr(obj.descriptor, "scales", ())), tuple(getattr(obj.descriptor, "computed", ())))
+                    tuple(getattr(obj.descriptor, "scales", ())), tuple(getattr(obj.descriptor, "computed", ())),
+                    declared_key)

@@ -86,7 +86,7 @@ class Grouping:
         self.columns = {self.scope.source(g) for g in self.grouped if isinstance(g, ast.ColumnRef)} - {None}
         # a table whose primary key is grouped decides its other columns (Postgres's functional dependency)
         self.decided = {alias for alias, relation, _ in scope.entries
-                        if relation is not None and relation.id and relation.primary_key
+                        if relation is not None and relation.id and relation.primary_key and relation.declared_key
                         and all((alias, k) in self.columns for k in relation.primary_key)}
 
     def _grouped(self, expr, origins: list, names: list[str]):

@@ -76,7 +76,7 @@ def engine_table_storage(binder: Binder, ref: ast.TableRef, replicated: Replicat
         return storage_name(obj.id)
     if obj.kind == "materialized-view":
         return _view_query(binder, obj, replicated, depth, ref.name.pos, generated)
-    if generated is not None and generator_source(binder, obj) is not None:
+    if generated is not None and binder.generator_source(obj) is not None:
         generated.append(obj.id)
         return storage_name(obj.id)
     raise NotSupportedYet(f"reading {KIND_WORDS[obj.kind]} '{obj.name}' is not supported yet: {_RUNTIME}",
@@ -168,22 +168,11 @@ def _plan_iceberg_query(binder: Binder, stmt: ast.Select, refs: list[ast.TableRe
     return IcebergQueryPlan(render.spark_sql(tree), views)
 
 
-def generator_source(binder: Binder, obj):
-    """The load generator source whose relation `obj` is (the source itself, or a subsource of it); else None."""
-    if obj is None:
-        return None
-    if obj.kind == "source":
-        return obj if obj.type == "load-generator" else None
-    source_id = getattr(obj.descriptor, "source_id", None)
-    source = binder.catalog.get_by_id(source_id) if source_id else None
-    return source if source is not None and source.type == "load-generator" else None
-
-
 def _generator_of(binder: Binder, obj) -> bool:
     """Whether `obj` is a load generator's relation, or a materialized view over one."""
     if obj is not None and obj.kind == "materialized-view":
         return any(_generator_of(binder, binder.find(ref.name)) for ref in table_refs(stored_view_query(obj)))
-    return generator_source(binder, obj) is not None
+    return binder.generator_source(obj) is not None
 
 
 def over_generators(binder: Binder, query: ast.Query,
@@ -200,7 +189,7 @@ def over_generators(binder: Binder, query: ast.Query,
                 raise PlanError(f"materialized view '{obj.name}' reads views {MAX_VIEW_DEPTH} deep", ref.name.pos)
             inner = stored_view_query(obj)
             return exp.Subquery(this=render.query(inner, lambda r: name_table(r, depth + 1)), alias=alias)
-        if generator_source(binder, obj) is None:
+        if binder.generator_source(obj) is None:
             raise refused(ref)
         relations[obj.id] = obj
         return exp.Table(this=exp.to_identifier(generated_name(obj.id)), alias=alias)

@@ -27,6 +27,9 @@ class Relation:
     primary_key: tuple[str, ...] = ()
     scales: tuple[int | None, ...] = ()  # a view's columns' numeric scales, where it kept them
     computed: tuple[bool, ...] = ()  # which of a view's numeric columns it computes (held as SQLite computed them)
+    # the primary key is a table's constraint, which decides its other columns in a GROUP BY (Postgres's functional
+    # dependency); a load generator's key is not (nor in Materialize, which has no such rule)
+    declared_key: bool = True
 
 
 @dataclass(frozen=True)

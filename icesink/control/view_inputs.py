@@ -26,7 +26,7 @@ from ..grammar.render import identifier
 from ..model.descriptors import ViewInput, ViewSide
 from .binder import KIND_WORDS, Binder
 from .query import table_refs, walk
-from .queries import generator_source, stored_query, stored_view_query
+from .queries import stored_query, stored_view_query
 from .sqlite_sql import sqlite_sql
 
 CHANGES, TOUCHED, TOUCHED_ALIAS = "_icesink_changes", "_icesink_touched", "_icesink_t"
@@ -101,7 +101,7 @@ def _relation(binder: Binder, view: CatalogObject, ref, side: str, pos: int) -> 
     source_id = getattr(found.descriptor, "source_id", None)
     source = binder.catalog.get_by_id(source_id) if source_id else None
     replicated = found.kind in ("subsource", "table") and source is not None and source.type == "postgres"
-    generated = generator_source(binder, found) is not None
+    generated = binder.generator_source(found) is not None
     if not (is_engine_table(found) or replicated or generated or found.kind == "materialized-view"):
         if found.kind == "source":
             what = f"{found.type.replace('-', ' ')} source '{found.name}'"
