@@ -12,7 +12,8 @@ range of ids, moving each event to another hour and session (two groups touched 
 view's index moved from anywhere in it); `inserts` adds new events, a second of the next day's time each
 statement, of users all over (the groups of that hour, which grow as the run goes on). Prints the changes a second offered (what
 the store took) and committed, the batch times after the first (p50, p95), freshness (from an UPDATE's commit in
-the table to the sink's commit that covers it: p50, p95), and a batch's time per change. Each input after the first
+the table to the sink's commit that covers it: p50, p95), a batch's time per change, and the writing client's
+statement times and CPU. Each input after the first
 receives the changes a second the first one's store took, and its batch times, against the first's, say whether
 the cost follows the changes or the input.
 A figure, not a test.
@@ -103,6 +104,7 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
             written = [json.loads(line) for line in writer.stdout.splitlines()]
             made = [tuple(line[:3]) for line in written]
             statements = [line[3] for line in written]
+            cpu = [line[4] for line in written]
             offered = sum(n for _, _, n in made) / (made[-1][0] - made[0][0] + 1)
             deadline = time.time() + 300
             while recorder.batches[-1].offset < made[-1][1] and time.time() < deadline:
@@ -129,7 +131,8 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
               f"{statistics.median(fresh):.1f}s, p95 {percentile(fresh, 0.95):.1f}s "
               f"({len(fresh)} of {len(made)} updates committed); a batch takes {per_change:.1f} µs a change "
               f"(median over the batches); the writing client's statements took p50 "
-              f"{statistics.median(statements):.2f}s, p95 {percentile(statements, 0.95):.2f}s", flush=True)
+              f"{statistics.median(statements):.2f}s, p95 {percentile(statements, 0.95):.2f}s (of CPU p50 "
+              f"{statistics.median(cpu):.2f}s)", flush=True)
         return median, per_change, int(offered)
     finally:
         logging.getLogger("icesink.sink").removeHandler(recorder)
@@ -139,12 +142,13 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
 
 def write(data_dir: str, rows: int, rate: int, seconds: int, changes: str, users: int) -> None:
     """The writing client: once a second, `rate` events move to another hour and session, or `rate` new events come;
-    prints, per statement, the time it committed, the table's offset then, the rows it changed and its seconds."""
+    prints, per statement, the time it committed, the table's offset then, the rows it changed, its seconds and
+    the seconds of CPU the client spent on it."""
     with icesink.connect(data_dir) as session:
         table_id = session.catalog.get("user_events").id
         ends, statement = time.time() + seconds, 0
         while time.time() < ends:
-            tick = time.time()
+            tick, cpu = time.time(), time.process_time()
             if changes == "moves":
                 first = 1 + (statement * rate) % rows
                 session.execute(f"UPDATE user_events SET session_id = 'u{statement}', event_timestamp = "
@@ -156,8 +160,8 @@ def write(data_dir: str, rows: int, rate: int, seconds: int, changes: str, users
                                 f"datetime({1793577600 + statement}, 'unixepoch') "
                                 f"FROM generate_series({first}, {first + rate - 1}) AS n")
                 made = rate
-            print(json.dumps([time.time(), session.tables.latest_offset(table_id), made, time.time() - tick]),
-                  flush=True)
+            print(json.dumps([time.time(), session.tables.latest_offset(table_id), made, time.time() - tick,
+                              time.process_time() - cpu]), flush=True)
             statement += 1
             time.sleep(max(0.0, 1 - (time.time() - tick)))
 
