@@ -420,10 +420,10 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         return "boolean"
     if isinstance(expr, ast.Case):
         operand = None if expr.operand is None else _expr_type(expr.operand, scope, resolve)
-        for when, _ in expr.whens:
+        for i, (when, _) in enumerate(expr.whens):
             kind = _expr_type(when, scope, resolve)
-            if operand is not None:  # CASE x WHEN v: x = v
-                _compared(expr.operand, operand, when, kind, "=", expr.pos)
+            if operand is not None:  # CASE x WHEN v: x = v, refused at its WHEN
+                _compared(expr.operand, operand, when, kind, "=", expr.when_pos[i] if expr.when_pos else expr.pos)
             else:
                 _truth_argument(when, kind, "CASE/WHEN")
         results = [then for _, then in expr.whens] + ([] if expr.default is None else [expr.default])

@@ -235,6 +235,7 @@ class Case:
     whens: tuple[tuple[object, object], ...]
     default: Optional[object]
     pos: int = _pos()
+    when_pos: tuple[int, ...] = field(default=(), compare=False, repr=False)  # each WHEN's, where Postgres points
 
 
 @dataclass(frozen=True)

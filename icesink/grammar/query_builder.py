@@ -477,7 +477,7 @@ class QueryBuilder:
 
     def when_clause(self, c):
         rest = self._strip(c)
-        return ("when", rest[0], rest[1])
+        return ("when", rest[0], rest[1], c[0].start_pos)
 
     def case_expr(self, c):
         whens = tuple((x[1], x[2]) for x in c if isinstance(x, tuple) and x[0] == "when")
@@ -494,7 +494,8 @@ class QueryBuilder:
                     default = x
                 elif not seen_when:
                     operand = x
-        return ast.Case(operand, whens, default, c[0].start_pos)
+        return ast.Case(operand, whens, default, c[0].start_pos,
+                        tuple(x[3] for x in c if isinstance(x, tuple) and x[0] == "when"))
 
     def scalar_subquery(self, c):
         return ast.Subquery(c[0])
