@@ -576,6 +576,9 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     # a negative interval's days, as Postgres writes them
     "SELECT (TIMESTAMP '2024-01-01' - TIMESTAMP '2024-01-02')::text, (TIMESTAMP '2024-01-01' - TIMESTAMP "
     "'2024-01-02 01:00')::text",
+    # mod of integers is an integer, which divides as one (a sum of them divided as a numeric, 1.25); mod and div of
+    # numerics keep mod's scale and div's none
+    "SELECT g, 5 / sum(mod(g, 3)) OVER (), mod(n, 2), div(n, 2), power(g, 2) / 8 FROM fruit ORDER BY g",
     # replace of a NULL is NULL; concat writes each value as its type's output does (a boolean's t and f)
     "SELECT g, replace(s, '', NULL), replace(s, 'p', ''), concat(s, ok, n, NULL), concat_ws('-', ok, n * 2) "
     "FROM fruit ORDER BY g",
@@ -586,6 +589,20 @@ def test_text_order_and_numbers_answer_as_postgres_answers(session, postgres, qu
     (2 for 2.50), floor(7) / 2 as 3, round(n, 1001) a traceback, replace(s, '', NULL) as s, concat's 1 for true."""
     session.execute(FRUIT_TABLE)
     assert session.execute(query)[-1].rows == _as_shown(_postgres_rows(postgres, FRUIT_TABLE, "fruit CASCADE", query))
+
+
+def test_a_views_columns_of_math_functions_are_of_postgres_types(session, postgres):
+    """A view's column of mod, div or a mathematical function is of the type Postgres gives it, which a sink writes
+    as the Iceberg column's: these had no type (`unknown`), and a sink wrote them as strings."""
+    query = ("SELECT mod(g, 3) AS m, mod(g::bigint, 2) AS mb, mod(n, 2) AS mn, div(n, 2) AS d, sqrt(g) AS r, "
+             "sqrt(n) AS rn, power(g, 2) AS p, exp(n::float8) AS e, log(2, g) AS lb, pi() AS pi, degrees(g) AS deg "
+             "FROM fruit")
+    session.execute(f"{FRUIT_TABLE}; CREATE MATERIALIZED VIEW mv AS {query}")
+    expected = _postgres_rows(postgres, f"{FRUIT_TABLE}; CREATE VIEW mv AS {query}", "fruit CASCADE",
+                              "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
+                              "'mv'::regclass AND attnum > 0 ORDER BY attnum")
+    assert [(name, kind) for name, _, kind in session.execute("SHOW COLUMNS FROM mv")[-1].rows] == expected
+    assert ("r", "double precision") in expected
 
 
 def test_a_view_shows_the_scale_its_query_computes_as_postgres_does(session, postgres):

@@ -17,7 +17,7 @@ _PRECISION_ONLY = re.compile(r"numeric\(\s*\d+\s*\)")
 _SAME_SCALE = ("abs", "sum", "min", "max")
 # a window function whose value is one of its first argument's
 _ONE_OF = ("first_value", "last_value", "nth_value", "lag", "lead")
-_WHOLE = ("ceil", "ceiling", "floor", "sign")
+_WHOLE = ("ceil", "ceiling", "floor", "sign", "div")
 
 
 def numeric_scale(expr, kind: str, scale_of: Callable[[object], Optional[int]]) -> Optional[int]:
@@ -57,6 +57,9 @@ def numeric_scale(expr, kind: str, scale_of: Callable[[object], Optional[int]]) 
                 return int(digits.value)
             negative = isinstance(digits, ast.UnaryOp) and digits.op == "-" and isinstance(digits.operand, ast.Literal)
             return 0 if negative else None  # digits before the point: a whole number
+        if name == "mod" and len(args) == 2:  # as `%`
+            left, right = scale_of(args[0]), scale_of(args[1])
+            return None if left is None or right is None else max(left, right)
         if name in _SAME_SCALE and len(args) == 1 or name == "nullif" and len(args) == 2:
             return scale_of(args[0])
         if name in ("greatest", "least", "coalesce") and args:  # one of its arguments: their scale, if they share it

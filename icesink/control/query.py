@@ -88,6 +88,11 @@ _TEXT_FUNCTIONS = {"lower", "upper", "concat", "substr", "substring", "trim", "b
 _PASSTHROUGH = {"min", "max", "abs", "coalesce", "nullif", "greatest", "least", "round", "floor", "ceil", "ceiling",
                 "trunc", "date_trunc", "first_value", "last_value", "any_value", "gcd", "lcm"}
 _ROUNDING = ("round", "floor", "ceil", "ceiling", "trunc")
+# Postgres's functions of double precision alone, and those it has of numeric too (an integer argument is read as
+# a double, Postgres's preferred number type)
+_DOUBLE_FUNCTIONS = {"pi", "degrees", "radians", "sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2", "sinh",
+                     "cosh", "tanh", "asinh", "acosh", "atanh", "cbrt"}
+_NUMERIC_OR_DOUBLE = {"sqrt", "exp", "ln", "log", "log10", "power", "pow"}
 # functions whose value changes while a view's inputs do not: Materialize refuses them in a materialized view
 UNMATERIALIZABLE = CLOCK_FUNCTIONS | {"now", "random"}
 _SPREADS = {"stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop"}
@@ -514,8 +519,16 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             return "date"
         if name == "timezone" and len(arg_types) == 2:  # AT TIME ZONE: a local time to a moment, or back
             return "timestamp with time zone" if base_type(arg_types[1]) == "timestamp" else "timestamp"
-        if name == "cbrt":
+        if name in _DOUBLE_FUNCTIONS:
             return "double precision"
+        if name == "mod" and len(arg_types) == 2:  # as `%`: of its arguments' wider type (a double refused above)
+            return _wider(*arg_types)
+        if name == "div" or name == "log" and len(arg_types) == 2:  # Postgres has them of numerics alone
+            return "numeric"
+        if name in _NUMERIC_OR_DOUBLE and arg_types:  # a numeric's is a numeric; of anything else, a double
+            kinds = {base_type(t) for t in arg_types}
+            return "numeric" if "numeric" in kinds and not kinds & {"real", "double precision"} else \
+                "double precision"
         if name in ("now", "current_timestamp", "to_timestamp"):
             return "timestamp with time zone"
         if name in _CLOCK_TYPES:
