@@ -85,6 +85,21 @@ def test_moments_answer_alike_on_spark_and_in_sqlite_as_postgres_prints_them(ses
         assert plain == plain_text == end.removesuffix("+00")
 
 
+def test_integer_division_truncates_on_spark_as_in_sqlite_and_postgres(session, spark):
+    """`/` of integers truncates toward zero, as in Postgres, in a query Spark answers over load generators and in a
+    view over one: Spark's own `/` gives a double (0.5 for 1 / 2)."""
+    session.execute("CREATE SOURCE auction FROM LOAD GENERATOR AUCTION (TICK INTERVAL '1h', AS OF 20) FOR ALL TABLES;"
+                    "CREATE TABLE one (n bigint); INSERT INTO one VALUES (1);"
+                    "CREATE MATERIALIZED VIEW halves AS SELECT id, id / 2 AS h, -id / 2 AS m, mod(id, 3) / 2 AS r "
+                    "FROM auctions")
+    division = "SELECT a.id, a.id / 2, -a.id / 2, count(*) OVER () / 3, (a.id % 3) / 2 FROM auctions a"
+    alone = rows(session, division + " WHERE a.id <= 5 ORDER BY a.id")
+    joined = rows(session, division + " JOIN one ON n = 1 WHERE a.id <= 5 ORDER BY a.id")
+    assert alone == joined == [(i, i // 2, -(i // 2), 1, i % 3 // 2) for i in range(1, 6)]
+    assert rows(session, "SELECT * FROM halves WHERE id <= 5 ORDER BY id") == \
+        [(i, i // 2, -(i // 2), i % 3 // 2) for i in range(1, 6)]
+
+
 def test_at_time_zone_over_a_generator_alone_is_refused_where_spark_would_need_its_operands_type(session):
     session.execute(SOURCES)
     assert error_of(session, "SELECT o_orderdate AT TIME ZONE 'UTC' FROM orders").message == (

@@ -591,6 +591,16 @@ def test_text_order_and_numbers_answer_as_postgres_answers(session, postgres, qu
     assert session.execute(query)[-1].rows == _as_shown(_postgres_rows(postgres, FRUIT_TABLE, "fruit CASCADE", query))
 
 
+def test_a_view_divides_integers_as_postgres_does(session, postgres):
+    """`/` of integers in a view truncates, as in a SELECT: the view's stored query had cast the dividend to double
+    precision (sqlglot's division), so that `g / 2` was 0.5 in a column of type integer."""
+    query = "SELECT g, g / 2 AS h, -g / 2 AS m, count(*) OVER () / 3 AS c, sum(g) OVER (ORDER BY g) / 2 AS s FROM fruit"
+    session.execute(f"{FRUIT_TABLE}; CREATE MATERIALIZED VIEW dv AS {query}")
+    expected = _as_shown(_postgres_rows(postgres, FRUIT_TABLE, "fruit CASCADE", query + " ORDER BY g"))
+    assert session.execute("SELECT * FROM dv ORDER BY g")[-1].rows == expected
+    assert expected[0][1:3] == (0, 0)
+
+
 def test_a_views_columns_of_math_functions_are_of_postgres_types(session, postgres):
     """A view's column of mod, div or a mathematical function is of the type Postgres gives it, which a sink writes
     as the Iceberg column's: these had no type (`unknown`), and a sink wrote them as strings."""

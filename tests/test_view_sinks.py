@@ -843,3 +843,21 @@ def test_views_with_outputs_of_no_alias_reach_iceberg_by_the_names_postgres_give
                                 ("newest_lake", "newest", '"u", "upper", "ts"')):
         expected, got = _view_and_table(session, sink, view, columns, "1")
         assert got == expected and len(got) == 5, sink
+
+
+def test_a_views_integer_division_reaches_iceberg_truncated_as_postgres_divides(session, spark):
+    """`/` of integers in a view truncates toward zero, in its sink's Iceberg table too: the view's stored query
+    had divided as doubles (2.5 in a column of type bigint)."""
+    session.execute("""
+        CREATE CONNECTION lake TO ICEBERG CATALOG (CATALOG TYPE 'local');
+        CREATE TABLE ev (id bigint NOT NULL, u bigint, PRIMARY KEY (id));
+        INSERT INTO ev SELECT n, n % 5 FROM generate_series(1, 50) AS n;
+        CREATE MATERIALIZED VIEW halves AS SELECT u, count(*) / 4 AS quarter, -max(id) / 7 AS down FROM ev GROUP BY u;
+        CREATE SINK halves_lake FROM halves INTO ICEBERG CATALOG CONNECTION lake (NAMESPACE 'div', TABLE 'halves')
+          KEY (u) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+    """)
+    _run_until_caught_up(session, spark, "halves_lake", "halves", "ev")
+    expected = [(u, 10 // 4, -((45 + (u or 5)) // 7)) for u in range(5)]  # each u's greatest id: 45 + u
+    assert rows(session, "SELECT * FROM halves ORDER BY u") == expected
+    _, got = _view_and_table(session, "halves_lake", "halves", '"u", "quarter", "down"', "1")
+    assert got == expected

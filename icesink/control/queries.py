@@ -188,6 +188,7 @@ def over_generators(binder: Binder, query: ast.Query,
             if depth >= MAX_VIEW_DEPTH:
                 raise PlanError(f"materialized view '{obj.name}' reads views {MAX_VIEW_DEPTH} deep", ref.name.pos)
             inner = stored_view_query(obj)
+            bind_query(inner, lambda r: binder.relation(r.name)[1])  # its operands' types, as Spark needs them
             return exp.Subquery(this=render.query(inner, lambda r: name_table(r, depth + 1)), alias=alias)
         if binder.generator_source(obj) is None:
             raise refused(ref)

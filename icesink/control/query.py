@@ -376,6 +376,8 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             _compared(expr.left, left, expr.right, right, expr.op, expr.pos)
         elif expr.op in _ARITHMETIC:
             _check_beside_text(expr.left, left, expr.right, right, expr.op, expr.pos)
+        if expr.op == "/" and base_type(left) in INTEGERS and base_type(right) in INTEGERS:
+            render.record_types(expr, ("integer", "integer"))  # Spark's `/` of integers gives a double
         if expr.op == "/":  # a computed numeric (a date part, a sum) may be SQLite's integer, which `/` truncates
             for side, kind in ((expr.left, left), (expr.right, right)):
                 if base_type(kind) in ("numeric", "real", "double precision") and not isinstance(side, ast.Literal):

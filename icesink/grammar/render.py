@@ -109,6 +109,8 @@ def spark_sql(tree: exp.Expression) -> str:
     def spark_text(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Anonymous) and node.name.lower() in (FLOAT_TEXT, NUMERIC_TEXT):
             return exp.Cast(this=node.expressions[0], to=exp.DataType.build("text"))
+        if isinstance(node, exp.Div) and node.meta.get("integers"):  # Spark's `/` gives a double
+            return exp.IntDiv(this=node.this, expression=node.expression)
         if (isinstance(node, exp.Cast) and node.meta.get("operand") == "timestamp with time zone"
                 and node.to.is_type(*exp.DataType.TEXT_TYPES)):
             return exp.Concat(expressions=[node, exp.Literal.string("+00")])
@@ -227,9 +229,13 @@ def _binary(node: ast.BinaryOp) -> exp.Expression:
         kinds = _typed(node) or ("", "")
         left, right = (_shown_text(side, kind, operand) for side, kind, operand
                        in zip((left, right), kinds, (node.left, node.right)))
-    built = cls(this=left, expression=right)
+    # `/` as Postgres divides, by its operands' types: sqlglot's untyped division is a double's, which it writes for
+    # Postgres (a view's stored text) as CAST(a AS DOUBLE PRECISION) / b
+    built = cls(this=left, expression=right, typed=True) if cls is exp.Div else cls(this=left, expression=right)
     if node.op in ("+", "-") and _typed(node) == ("number", "number"):
         built.meta["numbers"] = True  # no moment among the operands: SQLite's own + and -
+    if node.op == "/" and _typed(node) == ("integer", "integer"):
+        built.meta["integers"] = True  # truncated, as SQLite does by the values' own types and Spark by `DIV`
     return built
 
 
