@@ -368,8 +368,22 @@ def plan_create_materialized_view(binder: Binder, stmt: ast.CreateMaterializedVi
     check_qualified_columns(stmt.query)
     check_functions(stmt.query, materialized=True)
     descriptor, depends = view_descriptor(stmt.query, resolve)
+    _check_distinct_names(stmt, descriptor.columns)
     return CreatePlan("materialized-view", "materialized-view", stmt.name.name, *_texts(stmt), descriptor, depends,
                       _cluster(stmt))
+
+
+def _check_distinct_names(stmt: ast.CreateMaterializedView, columns) -> None:
+    """A view's columns are named apart, as Postgres and Materialize require (its sink's Iceberg table could not
+    hold two columns of one name); refused at the second one's item, where the select list has no star before it."""
+    seen: set[str] = set()
+    for index, column in enumerate(columns):
+        if column.name in seen:
+            items = stmt.query.cores[0].items
+            starred = any(isinstance(item.expr, ast.Star) for item in items[:index + 1])
+            where = stmt.name.pos if starred or index >= len(items) else getattr(items[index].expr, "pos", 0)
+            raise PlanError(f'column "{column.name}" specified more than once', where or stmt.name.pos)
+        seen.add(column.name)
 
 
 def view_descriptor(query: ast.Query, resolve) -> tuple[ViewDescriptor, tuple[str, ...]]:
