@@ -387,6 +387,11 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         if expr.op in _ARITHMETIC:
             return _wider(left, right)
         if expr.op == "||":
+            if left.endswith("[]") or right.endswith("[]") or base_type(left) == base_type(right) == "jsonb":
+                shown = [k if k.endswith("[]") else _named(k) for k in (left, right)]
+                raise NotSupportedYet(f"{shown[0]} || {shown[1]} is not supported yet: || joins text", expr.pos)
+            if not {base_type(left), base_type(right)} & {"text", UNKNOWN}:  # Postgres's || takes text on one side
+                raise OperandError(f"operator does not exist: {_named(left)} || {_named(right)}", expr.pos)
             render.record_types(expr, (base_type(left), base_type(right)))  # a truth value's text
             return "text"
         if expr.op == "->":
