@@ -582,6 +582,9 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     # mod of integers is an integer, which divides as one (a sum of them divided as a numeric, 1.25); mod and div of
     # numerics keep mod's scale and div's none
     "SELECT g, 5 / sum(mod(g, 3)) OVER (), mod(n, 2), div(n, 2), power(g, 2) / 8 FROM fruit ORDER BY g",
+    # text cast to numeric keeps its digits (' 3 '::numeric was shown 3.0, '1.50'::numeric 1.5)
+    "SELECT ' 3 '::numeric, '1.50'::numeric, concat(' 3 '::numeric, 'x', '1.50'::numeric), '2.500'::numeric || 'x', "
+    "'1e3'::numeric",
     # replace of a NULL is NULL; concat writes each value as its type's output does (a boolean's t and f)
     "SELECT g, replace(s, '', NULL), replace(s, 'p', ''), concat(s, ok, n, NULL), concat_ws('-', ok, n * 2) "
     "FROM fruit ORDER BY g",

@@ -5,6 +5,7 @@ declared scale, a division, an average)."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal, InvalidOperation
 from typing import Callable, Optional
 
 from ..grammar import ast
@@ -30,6 +31,8 @@ def numeric_scale(expr, kind: str, scale_of: Callable[[object], Optional[int]]) 
         declared = declared_scale(kind)
         if declared is not None or isinstance(expr, ast.ColumnRef):
             return declared
+        if isinstance(expr.expr, ast.Literal) and expr.expr.type == "text":  # '1.50'::numeric: the text's digits
+            return _text_scale(str(expr.expr.value))
         return scale_of(expr.expr)
     if isinstance(expr, ast.Literal):
         text = str(expr.value)
@@ -65,6 +68,15 @@ def numeric_scale(expr, kind: str, scale_of: Callable[[object], Optional[int]]) 
         if name in ("greatest", "least", "coalesce") and args:  # one of its arguments: their scale, if they share it
             return _shared({scale_of(a) for a in args})
     return None
+
+
+def _text_scale(text: str) -> Optional[int]:
+    """The scale numeric's input gives a text: its digits after the point (`' 3 '` 0, `'1.50'` 2, `'1e3'` 0)."""
+    try:
+        exponent = Decimal(text.strip()).as_tuple().exponent
+    except InvalidOperation:
+        return None  # refused by the cast itself
+    return max(0, -exponent) if isinstance(exponent, int) else None  # NaN and infinities have none
 
 
 def _shared(scales: set) -> Optional[int]:
