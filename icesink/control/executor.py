@@ -20,6 +20,7 @@ from ..catalog.sqlite import sqlite_message
 from ..catalog.sql_functions import moment_text, numeric_text
 from ..catalog.store import Catalog, CatalogObject, now
 from ..catalog_connections import connector_for
+from ..model.types import Column
 from ..errors import CatalogError, IcesinkError, NotSupportedYet, PlanError, first_line
 from .binder import KIND_WORDS
 from .copy_from import CopyError, read_rows
@@ -238,9 +239,11 @@ class Executor:
         return Result(plan.status, notices=[plan.notice])
 
     def _IcebergQueryPlan(self, plan: IcebergQueryPlan) -> Result:
+        from ..engine.columns import column_type
         from ..engine.iceberg_read import scan_frame, table_schema
 
         spark = self.spark()
+        columns = {}
         for view, (connection, namespace, name) in plan.views.items():
             connector = connector_for(connection, self.secret_value, self.catalog)
             try:
@@ -256,7 +259,8 @@ class Executor:
             schema = table_schema(table)
             frame = scan_frame(spark, table, tasks, schema) if tasks else spark.createDataFrame([], schema)
             frame.createOrReplaceTempView(view)
-        return _spark_result(spark, plan.sql)
+            columns[view] = tuple(Column(f.name, column_type(f.dataType)) for f in schema.fields)
+        return _spark_result(spark, plan.sql(columns))
 
     def _GeneratorQueryPlan(self, plan: GeneratorQueryPlan) -> Result:
         from ..engine.sources import input_for

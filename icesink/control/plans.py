@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from ..catalog.store import CatalogObject
 from ..model.descriptors import Descriptor, SecretDescriptor
+from ..model.types import Column
 from .copy_from import CopyOptions
 
 
@@ -94,7 +95,9 @@ class QueryPlan:
 class IcebergQueryPlan:
     """A query over Iceberg tables, run by Spark: each table is a temporary view named in `views`."""
 
-    sql: str  # Spark SQL with every `ICEBERG conn.ns.table` replaced by its view
+    # Spark SQL with every `ICEBERG conn.ns.table` replaced by its view, given each view's columns (known once its
+    # table is loaded): bound over them, as Postgres would type the query
+    sql: Callable[[dict[str, tuple[Column, ...]]], str]
     views: dict[str, tuple[CatalogObject, tuple[str, ...], str]]  # view -> (connection, namespace, table)
 
 

@@ -163,9 +163,16 @@ def _plan_iceberg_query(binder: Binder, stmt: ast.Select, refs: list[ast.TableRe
     def name_table(ref: ast.TableRef) -> exp.Table:
         return exp.Table(this=exp.to_identifier(names[id(ref)]),
                          alias=exp.TableAlias(this=identifier(ref.name.parts[-1])))
-    tree = render.query(stmt.query, name_table, named=True)
-    _check_spark_runs(tree, "ICEBERG tables")
-    return IcebergQueryPlan(render.spark_sql(tree), views)
+
+    def spark_sql(columns: dict[str, tuple[Column, ...]]) -> str:
+        """Bound over the tables' columns first, so that it is written as its operands' types decide (`/` of
+        integers truncates), and refused as a query over the store's tables is (`column "x" does not exist`)."""
+        with render.typed():
+            bind_query(stmt.query, lambda ref: Relation(names[id(ref)], ref.name.name, columns[names[id(ref)]]))
+            tree = render.query(stmt.query, name_table, named=True)
+        return render.spark_sql(tree)
+    _check_spark_runs(render.query(stmt.query, name_table, named=True), "ICEBERG tables")  # refused when planned
+    return IcebergQueryPlan(spark_sql, views)
 
 
 def _generator_of(binder: Binder, obj) -> bool:

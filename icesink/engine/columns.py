@@ -37,6 +37,23 @@ def spark_type(type_name: str) -> st.DataType:
     return _SIMPLE.get(base_type(type_name), _TEXT)[0]()
 
 
+def column_type(spark: st.DataType) -> str:
+    """A Spark column's type as icesink's SQL names it, where one type maps to it alone (else unknown: Spark's own,
+    which the binder leaves to Spark)."""
+    if isinstance(spark, st.ArrayType):
+        element = column_type(spark.elementType)
+        return "unknown" if element == "unknown" else f"{element}[]"
+    if isinstance(spark, st.DecimalType):
+        return f"numeric({spark.precision},{spark.scale})"
+    return _COLUMN_TYPES.get(type(spark), "unknown")
+
+
+_COLUMN_TYPES = {st.ShortType: "smallint", st.IntegerType: "integer", st.LongType: "bigint", st.FloatType: "real",
+                 st.DoubleType: "double precision", st.BooleanType: "boolean", st.StringType: "text",
+                 st.DateType: "date", st.TimestampType: "timestamp with time zone", st.TimestampNTZType: "timestamp",
+                 st.BinaryType: "bytea"}
+
+
 def iceberg_type(type_name: str, next_id) -> it.IcebergType:
     if type_name.endswith("[]"):
         element_id = next_id()
