@@ -585,6 +585,12 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     # text cast to numeric keeps its digits (' 3 '::numeric was shown 3.0, '1.50'::numeric 1.5)
     "SELECT ' 3 '::numeric, '1.50'::numeric, concat(' 3 '::numeric, 'x', '1.50'::numeric), '2.500'::numeric || 'x', "
     "'1e3'::numeric",
+    # EXTRACT gives a second's and an epoch's microseconds, a millisecond's 3 digits, a date's none; date_part is a
+    # double (they were all shown as SQLite's double)
+    "SELECT g, extract(epoch FROM TIMESTAMP '2024-01-01 00:00:30.5') + g, extract(second FROM TIMESTAMPTZ "
+    "'2024-01-01 00:00:30+00'), extract(millisecond FROM TIMESTAMP '2024-01-01 00:00:30.5'), extract(epoch FROM "
+    "DATE '2024-01-01'), extract(day FROM TIMESTAMP '2024-01-01 10:00'), date_part('second', TIMESTAMP "
+    "'2024-01-01 00:00:30.5') FROM fruit ORDER BY g",
     # replace of a NULL is NULL; concat writes each value as its type's output does (a boolean's t and f)
     "SELECT g, replace(s, '', NULL), replace(s, 'p', ''), concat(s, ok, n, NULL), concat_ws('-', ok, n * 2) "
     "FROM fruit ORDER BY g",

@@ -217,6 +217,18 @@ def _start(expr) -> int:
     return _start(expr.left) if isinstance(expr, ast.BinaryOp) else getattr(expr, "pos", 0)
 
 
+def _extract_scale(field: str, source: str) -> int | None:
+    """The digits Postgres's EXTRACT gives a field: a second's, an epoch's 6 (microseconds), a millisecond's 3, any
+    other's none, and none of a date at all (julian of a moment has more than a double holds: left to SQLite's)."""
+    if source == "date":
+        return 0
+    if field in ("epoch", "second", "seconds"):
+        return 6
+    if field in ("millisecond", "milliseconds"):
+        return 3
+    return None if field == "julian" else 0
+
+
 def _named(kind: str) -> str:
     """A type as Postgres's messages name it."""
     kind = base_type(kind)
@@ -542,6 +554,8 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             return _CLOCK_TYPES[name]
         if name in ("extract", "date_part"):  # Postgres's date_part is a double precision, but a view's stored
             # text holds EXTRACT as date_part, whose columns would change type when it is planned again
+            if expr.shown == "extract" and len(expr.args) == 2 and isinstance(expr.args[0], ast.Literal):
+                render.record_scale(expr, _extract_scale(str(expr.args[0].value), base_type(arg_types[1])))
             return "numeric"
         return UNKNOWN
     if isinstance(expr, ast.RowConstructor):
