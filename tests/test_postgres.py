@@ -457,6 +457,15 @@ def test_a_number_beside_text_and_is_true_of_a_number_are_refused_as_postgres_re
     assert error.position.column == int(refused.diag.statement_position)
 
 
+def test_text_cast_to_numeric_is_read_by_numerics_input_as_postgres_reads_it(session, postgres):
+    """SQLite's CAST read text that is no number as 0 (`g::numeric` was 0.0 for 'a'); numeric's input refuses it, in
+    Postgres's words, and reads a number's text as before."""
+    sql = "SELECT id, g::numeric FROM t"
+    refused = _refused_over_naming_table(session, postgres, sql)
+    assert error_of(session, sql).message == refused.diag.message_primary == 'invalid input syntax for type numeric: "a"'
+    assert rows(session, "SELECT (x::text)::numeric / 2 FROM t ORDER BY id") == [(1.5,), (2.5,), (None,)]
+
+
 def _refused_over_naming_table(session, postgres, sql: str):
     """Postgres's error for `sql` over NAMING_TABLE's table, which the session has too."""
     import psycopg

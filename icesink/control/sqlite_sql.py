@@ -267,6 +267,10 @@ def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
             return exp.Cast(this=value, to=to)
         # a moment's text as Postgres prints it, not as the store holds it
         return exp.Anonymous(this="icesink_text", expressions=[exp.Cast(this=value, to=to)])
+    if to.is_type(exp.DataType.Type.DECIMAL) and not to.expressions and operand == "text":
+        # read by numeric's input ('x' is no number: SQLite's CAST read it as 0), then computed as any numeric is
+        checked = exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string("numeric"), exp.Null(), value])
+        return exp.Cast(this=checked, to=to)
     if to.is_type(exp.DataType.Type.DECIMAL) and to.expressions:  # numeric(p) is numeric(p, 0)
         scale = to.expressions[1].name if len(to.expressions) == 2 else "0"
         return exp.Anonymous(this="icesink_numeric", expressions=[

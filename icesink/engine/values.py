@@ -105,7 +105,8 @@ def _numeric(type_name: str):
         except InvalidOperation:
             raise _syntax("numeric", value) from None
         if not number.is_finite():
-            raise InvalidValue(f"numeric {value} cannot be written to Iceberg, whose decimals are finite")
+            raise InvalidValue(f"numeric {value} is not supported: icesink keeps a numeric as an Iceberg decimal, "
+                               "which is finite")
         if bounded or number.as_tuple().exponent < -scale:
             number = number.quantize(Decimal(1).scaleb(-scale), ROUND_HALF_UP)
         if number.adjusted() >= precision - scale:
