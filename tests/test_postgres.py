@@ -457,13 +457,18 @@ def test_a_number_beside_text_and_is_true_of_a_number_are_refused_as_postgres_re
     assert error.position.column == int(refused.diag.statement_position)
 
 
-def test_text_cast_to_numeric_is_read_by_numerics_input_as_postgres_reads_it(session, postgres):
-    """SQLite's CAST read text that is no number as 0 (`g::numeric` was 0.0 for 'a'); numeric's input refuses it, in
-    Postgres's words, and reads a number's text as before."""
-    sql = "SELECT id, g::numeric FROM t"
+@pytest.mark.parametrize("kind", ["numeric", "double precision", "real", "date"])
+def test_text_cast_to_a_number_or_a_date_is_read_by_its_input_as_postgres_reads_it(session, postgres, kind):
+    """SQLite's CAST read text that is no number as 0 (`g::numeric` was 0.0 for 'a', 'NaN'::float8 too), and its
+    DATE() as NULL (' 2024-01-05 '::date, 'epoch'::date); the type's input refuses it in Postgres's words, and reads
+    what Postgres reads."""
+    sql = f"SELECT id, g::{kind} FROM t"
     refused = _refused_over_naming_table(session, postgres, sql)
-    assert error_of(session, sql).message == refused.diag.message_primary == 'invalid input syntax for type numeric: "a"'
-    assert rows(session, "SELECT (x::text)::numeric / 2 FROM t ORDER BY id") == [(1.5,), (2.5,), (None,)]
+    assert error_of(session, sql).message == refused.diag.message_primary == \
+        f'invalid input syntax for type {kind}: "a"'
+    read = ("SELECT (x::text)::numeric / 2, ' 1.5 '::float8 * 2, '-inf'::real, ' 2024-01-05 '::date::text, "
+            "'epoch'::date::text FROM t ORDER BY id")
+    assert rows(session, read) == _postgres_rows(postgres, NAMING_TABLE, "t", read)
 
 
 def _refused_over_naming_table(session, postgres, sql: str):

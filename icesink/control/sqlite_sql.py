@@ -210,6 +210,8 @@ def _grouped_as_one(select: exp.Select) -> None:
 # zone, a type named with INT in it (TIMESTAMPTZ, INTERVAL) takes the number its text begins with, and one of no
 # type SQLite knows (JSONB, UUID) a number too, 0 for text that is none; they go through the column type's input
 # function (icesink_in), as Postgres reads a value of the type
+_READ_FROM_TEXT = {exp.DataType.Type.DECIMAL: "numeric", exp.DataType.Type.DOUBLE: "double precision",
+                   exp.DataType.Type.FLOAT: "real", exp.DataType.Type.DATE: "date"}
 _CAST_TYPES = {exp.DataType.Type.TIMESTAMP: "timestamp", exp.DataType.Type.TIMESTAMPTZ: "timestamp with time zone",
                exp.DataType.Type.INTERVAL: "interval", exp.DataType.Type.JSONB: "jsonb",
                exp.DataType.Type.JSON: "jsonb", exp.DataType.Type.UUID: "uuid"}
@@ -267,10 +269,12 @@ def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
             return exp.Cast(this=value, to=to)
         # a moment's text as Postgres prints it, not as the store holds it
         return exp.Anonymous(this="icesink_text", expressions=[exp.Cast(this=value, to=to)])
-    if to.is_type(exp.DataType.Type.DECIMAL) and not to.expressions and operand == "text":
-        # read by numeric's input ('x' is no number: SQLite's CAST read it as 0), then computed as any numeric is
-        checked = exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string("numeric"), exp.Null(), value])
-        return exp.Cast(this=checked, to=to)
+    if operand == "text" and to.this in _READ_FROM_TEXT and not to.expressions:
+        # read by the type's input ('x' is no number: SQLite's CAST read it as 0, and its DATE() as NULL), then held
+        # as the type's values are
+        checked = exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string(_READ_FROM_TEXT[to.this]),
+                                                                exp.Null(), value])
+        return checked if to.this == exp.DataType.Type.DATE else exp.Cast(this=checked, to=to)
     if to.is_type(exp.DataType.Type.DECIMAL) and to.expressions:  # numeric(p) is numeric(p, 0)
         scale = to.expressions[1].name if len(to.expressions) == 2 else "0"
         return exp.Anonymous(this="icesink_numeric", expressions=[
