@@ -28,7 +28,7 @@ def events(session):
     ("doc", "'{\"a\": }'", 'invalid input syntax for type json: "{"a": }"'),
     ("doc", "42", "a jsonb value must be written as text"),
     ("n", "12345.6", "numeric field overflow: a field with precision 6, scale 2"),
-    ("n", "'NaN'", "numeric NaN cannot be written to Iceberg"),
+    ("n", "'NaN'", "numeric NaN is not supported: icesink keeps a numeric as an Iceberg decimal"),
     ("flag", "'maybe'", 'invalid input syntax for type boolean: "maybe"'),
     ("small", "40000", "smallint out of range"),
     ("id", "'one'", 'invalid input syntax for type integer: "one"'),
