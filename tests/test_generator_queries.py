@@ -92,10 +92,11 @@ def test_integer_division_truncates_on_spark_as_in_sqlite_and_postgres(session, 
                     "CREATE TABLE one (n bigint); INSERT INTO one VALUES (1);"
                     "CREATE MATERIALIZED VIEW halves AS SELECT id, id / 2 AS h, -id / 2 AS m, mod(id, 3) / 2 AS r "
                     "FROM auctions")
-    division = "SELECT a.id, a.id / 2, -a.id / 2, count(*) OVER () / 3, (a.id % 3) / 2 FROM auctions a"
+    division = ("SELECT a.id, a.id / 2, -a.id / 2, count(*) OVER () / 3, (a.id % 3) / 2, 10 / (a.id / 2 + 1) "
+                "FROM auctions a")
     alone = rows(session, division + " WHERE a.id <= 5 ORDER BY a.id")
     joined = rows(session, division + " JOIN one ON n = 1 WHERE a.id <= 5 ORDER BY a.id")
-    assert alone == joined == [(i, i // 2, -(i // 2), 1, i % 3 // 2) for i in range(1, 6)]
+    assert alone == joined == [(i, i // 2, -(i // 2), 1, i % 3 // 2, 10 // (i // 2 + 1)) for i in range(1, 6)]
     assert rows(session, "SELECT * FROM halves WHERE id <= 5 ORDER BY id") == \
         [(i, i // 2, -(i // 2), i % 3 // 2) for i in range(1, 6)]
 

@@ -163,6 +163,7 @@ CASES = [
     ("CREATE MATERIALIZED VIEW v AS SELECT id FROM orders o JOIN orders p ON o.id = p.id", "column reference \"id\" is ambiguous"),
     ("CREATE MATERIALIZED VIEW v AS SELECT * FROM missing", "unknown source, table or materialized view 'missing'"),
     ("SELECT ARRAY[1] || 2", "integer[] || integer is not supported yet: || joins text"),
+    ("SELECT doc || '{\"b\": 2}' FROM orders", "jsonb || jsonb is not supported yet: || joins text"),
     # a view's columns are named apart, as Postgres and Materialize require (SELECT * from it had shown "id:1")
     ("CREATE MATERIALIZED VIEW v AS SELECT id, customer AS id FROM orders", "column \"id\" specified more than once"),
     ("CREATE MATERIALIZED VIEW v AS SELECT max(id), max(price) FROM orders", "column \"max\" specified more than once"),
@@ -592,3 +593,10 @@ def test_added_columns_and_named_types_keep_the_sinks_rules(planned):
         "list type option ELEMENT TYPE takes")
     assert error_of(planned, "CREATE TABLE bare (m map)").message == (
         "a map type names its keys' and values' types: map[text=>T]")
+
+
+def test_a_view_whose_columns_are_not_known_yet_is_made(planned):
+    """A view over a relation whose columns are not known when it is planned (a load generator source of several
+    tables): made as before; the check that its columns are named apart had failed with a traceback."""
+    planned.execute("CREATE MATERIALIZED VIEW over_source AS SELECT * FROM auction")
+    assert rows(planned, "SELECT name FROM mz_materialized_views WHERE name = 'over_source'") == [("over_source",)]

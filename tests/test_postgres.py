@@ -595,10 +595,11 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     "'2024-01-02 01:00')::text",
     # mod of integers is an integer, which divides as one (a sum of them divided as a numeric, 1.25); mod and div of
     # numerics keep mod's scale and div's none
-    "SELECT g, 5 / sum(mod(g, 3)) OVER (), mod(n, 2), div(n, 2), power(g, 2) / 8 FROM fruit ORDER BY g",
+    "SELECT g, 5 / sum(mod(g, 3)) OVER (), mod(n, 2), div(n, 2), power(g, 2) / 8, mod('7', g) + 1 FROM fruit "
+    "ORDER BY g",
     # text cast to numeric keeps its digits (' 3 '::numeric was shown 3.0, '1.50'::numeric 1.5)
     "SELECT ' 3 '::numeric, '1.50'::numeric, concat(' 3 '::numeric, 'x', '1.50'::numeric), '2.500'::numeric || 'x', "
-    "'1e3'::numeric",
+    "'1e3'::numeric, '1.123456789012'::numeric",
     # EXTRACT gives a second's and an epoch's microseconds, a millisecond's 3 digits, a date's none; date_part is a
     # double (they were all shown as SQLite's double)
     "SELECT g, extract(epoch FROM TIMESTAMP '2024-01-01 00:00:30.5') + g, extract(second FROM TIMESTAMPTZ "

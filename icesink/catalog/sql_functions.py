@@ -603,6 +603,22 @@ def _within(value, digits: int) -> bool:
 _PLAIN_NUMBER = re.compile(r"\s*[-+]?\d+(\.\d*)?\s*")
 
 
+def numeric_input(value):
+    """`text::numeric`: the number the text writes, as a double (as SQLite's CAST computes it, its digits shown by
+    the text's scale), refused as Postgres's input refuses text that is no number; NaN and the infinities, which an
+    Iceberg decimal cannot hold, are not supported."""
+    if value is None:
+        return None
+    try:
+        number = Decimal(str(value).strip())
+    except ArithmeticError:
+        raise ValueError(f'invalid input syntax for type numeric: "{value}"') from None
+    if not number.is_finite():
+        raise ValueError(f"numeric {value} is not supported: icesink keeps a numeric as an Iceberg decimal, which is "
+                         "finite")
+    return float(number) + 0.0
+
+
 def numeric_cast(value, precision, scale):
     """`value::numeric(precision, scale)`: rounded half away from zero to `scale`, and refused past `precision`'s
     digits, as Postgres casts."""
@@ -822,5 +838,5 @@ FUNCTIONS = {
     "icesink_subscript": (2, subscript), "icesink_integer": (2, integer), "icesink_text": (1, moment_text), "regexp_replace": (-1, regexp_replace),
     "regexp_match": (-1, regexp_match), "array_to_string": (-1, array_to_string), "array_length": (-1, array_length),
     "cardinality": (1, cardinality), "date_bin": (3, date_bin), "to_char": (2, to_char),
-    "rint": (1, rint), "icesink_float_text": (2, float_text), "icesink_numeric_text": (2, numeric_text), "icesink_trunc": (2, trunc), "icesink_round": (2, round_digits), "icesink_numeric": (3, numeric_cast), "jsonb_array_length": (1, jsonb_array_length), "jsonb_typeof": (1, jsonb_typeof),
+    "rint": (1, rint), "icesink_float_text": (2, float_text), "icesink_numeric_text": (2, numeric_text), "icesink_trunc": (2, trunc), "icesink_round": (2, round_digits), "icesink_numeric": (3, numeric_cast), "icesink_numeric_input": (1, numeric_input), "jsonb_array_length": (1, jsonb_array_length), "jsonb_typeof": (1, jsonb_typeof),
 }

@@ -377,7 +377,7 @@ def _check_distinct_names(stmt: ast.CreateMaterializedView, columns) -> None:
     """A view's columns are named apart, as Postgres and Materialize require (its sink's Iceberg table could not
     hold two columns of one name); refused at the second one's item, where the select list has no star before it."""
     seen: set[str] = set()
-    for index, column in enumerate(columns):
+    for index, column in enumerate(columns or ()):  # none: a Postgres table's, known once its source is asked
         if column.name in seen:
             items = stmt.query.cores[0].items
             starred = any(isinstance(item.expr, ast.Star) for item in items[:index + 1])

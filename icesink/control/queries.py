@@ -165,10 +165,15 @@ def _plan_iceberg_query(binder: Binder, stmt: ast.Select, refs: list[ast.TableRe
                          alias=exp.TableAlias(this=identifier(ref.name.parts[-1])))
 
     def spark_sql(columns: dict[str, tuple[Column, ...]]) -> str:
-        """Bound over the tables' columns first, so that it is written as its operands' types decide (`/` of
-        integers truncates), and refused as a query over the store's tables is (`column "x" does not exist`)."""
+        """Bound over the tables' columns first, so that `/` of integers truncates as Postgres's does; what the
+        binder does not take (a USING join, a column named in other capitals, a struct's field) is left to Spark, as
+        is everything else it would note."""
         with render.typed():
-            bind_query(stmt.query, lambda ref: Relation(names[id(ref)], ref.name.name, columns[names[id(ref)]]))
+            try:
+                bind_query(stmt.query, lambda ref: Relation(names[id(ref)], ref.name.name, columns[names[id(ref)]]))
+            except (PlanError, NotSupportedYet):
+                pass
+            render.keep_integer_divisions()
             tree = render.query(stmt.query, name_table, named=True)
         return render.spark_sql(tree)
     _check_spark_runs(render.query(stmt.query, name_table, named=True), "ICEBERG tables")  # refused when planned

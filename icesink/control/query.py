@@ -388,9 +388,10 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             _compared(expr.left, left, expr.right, right, expr.op, expr.pos)
         elif expr.op in _ARITHMETIC:
             _check_beside_text(expr.left, left, expr.right, right, expr.op, expr.pos)
-        if expr.op == "/" and base_type(left) in INTEGERS and base_type(right) in INTEGERS:
-            render.record_types(expr, ("integer", "integer"))  # Spark's `/` of integers gives a double
-        if expr.op == "/":  # a computed numeric (a date part, a sum) may be SQLite's integer, which `/` truncates
+        if expr.op == "/":
+            if base_type(left) in INTEGERS and base_type(right) in INTEGERS:
+                render.record_types(expr, ("integer", "integer"))  # Spark's `/` of integers gives a double
+            # a computed numeric (a date part, a sum) may be SQLite's integer, which `/` truncates
             for side, kind in ((expr.left, left), (expr.right, right)):
                 if base_type(kind) in ("numeric", "real", "double precision") and not isinstance(side, ast.Literal):
                     render.record_widening(side, "double precision")
@@ -399,8 +400,11 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
         if expr.op in _ARITHMETIC:
             return _wider(left, right)
         if expr.op == "||":
-            if left.endswith("[]") or right.endswith("[]") or base_type(left) == base_type(right) == "jsonb":
-                shown = [k if k.endswith("[]") else _named(k) for k in (left, right)]
+            jsonb = {base_type(left), base_type(right)} == {"jsonb"} or any(  # a text literal beside jsonb is jsonb
+                base_type(kind) == "jsonb" and _text_literal(other)
+                for kind, other in ((left, expr.right), (right, expr.left)))
+            if left.endswith("[]") or right.endswith("[]") or jsonb:
+                shown = ["jsonb", "jsonb"] if jsonb else [k if k.endswith("[]") else _named(k) for k in (left, right)]
                 raise NotSupportedYet(f"{shown[0]} || {shown[1]} is not supported yet: || joins text", expr.pos)
             if not {base_type(left), base_type(right)} & {"text", UNKNOWN}:  # Postgres's || takes text on one side
                 raise OperandError(f"operator does not exist: {_named(left)} || {_named(right)}", expr.pos)
@@ -540,8 +544,10 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             return "timestamp with time zone" if base_type(arg_types[1]) == "timestamp" else "timestamp"
         if name in _DOUBLE_FUNCTIONS:
             return "double precision"
-        if name == "mod" and len(arg_types) == 2:  # as `%`: of its arguments' wider type (a double refused above)
-            return _wider(*arg_types)
+        if name == "mod" and len(arg_types) == 2:  # as `%`: of its numbers' wider type (a double refused above; a
+            # text literal is read as the other's type)
+            numbers = [t for t in arg_types if base_type(t) in NUMERIC_ORDER]
+            return _wider(*numbers) if len(numbers) == 2 else numbers[0] if numbers else UNKNOWN
         if name == "div" or name == "log" and len(arg_types) == 2:  # Postgres has them of numerics alone
             return "numeric"
         if name in _NUMERIC_OR_DOUBLE and arg_types:  # a numeric's is a numeric; of anything else, a double

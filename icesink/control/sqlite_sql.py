@@ -272,6 +272,8 @@ def _cast(node: exp.Cast, replace: Callable) -> exp.Expression:
     if operand == "text" and to.this in _READ_FROM_TEXT and not to.expressions:
         # read by the type's input ('x' is no number: SQLite's CAST read it as 0, and its DATE() as NULL), then held
         # as the type's values are
+        if to.this == exp.DataType.Type.DECIMAL:  # every digit and any size, as SQLite's CAST computed it
+            return exp.Anonymous(this="icesink_numeric_input", expressions=[value])
         checked = exp.Anonymous(this="icesink_in", expressions=[exp.Literal.string(_READ_FROM_TEXT[to.this]),
                                                                 exp.Null(), value])
         return checked if to.this == exp.DataType.Type.DATE else exp.Cast(this=checked, to=to)

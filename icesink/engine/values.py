@@ -83,8 +83,8 @@ def _floating(type_name: str):
         else:
             raise _syntax(type_name, value)
         if math.isnan(number):
-            raise InvalidValue(f"NaN cannot be stored in a {type_name} column of an engine table (SQLite keeps it "
-                               "as NULL)")
+            raise InvalidValue(f"NaN cannot be stored as a {type_name} value (SQLite, which holds icesink's values, "
+                               "keeps it as NULL)")
         if type_name == "real" and math.isfinite(number) and abs(number) > _REAL_MAX:
             raise InvalidValue("value out of range: overflow (real)")
         return number

@@ -106,11 +106,14 @@ def spark_sql(tree: exp.Expression) -> str:
     """A tree as Spark runs it (Iceberg tables, load generators); a view's stored query may hold icesink's own text of
     a double or a numeric, which Spark writes by its cast. A timestamptz's text has its zone, UTC (Spark's session
     zone) as Postgres writes it, `+00`; Spark's cast writes none."""
+    tree = tree.copy()
+    for division in list(tree.find_all(exp.Div)):  # each in place, those inside another too
+        if division.meta.get("integers"):  # Spark's `/` gives a double
+            division.replace(exp.IntDiv(this=division.this, expression=division.expression))
+
     def spark_text(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Anonymous) and node.name.lower() in (FLOAT_TEXT, NUMERIC_TEXT):
-            return exp.Cast(this=node.expressions[0], to=exp.DataType.build("text"))
-        if isinstance(node, exp.Div) and node.meta.get("integers"):  # Spark's `/` gives a double
-            return exp.IntDiv(this=node.this, expression=node.expression)
+            return exp.Cast(this=node.expressions[0].transform(spark_text), to=exp.DataType.build("text"))
         if (isinstance(node, exp.Cast) and node.meta.get("operand") == "timestamp with time zone"
                 and node.to.is_type(*exp.DataType.TEXT_TYPES)):
             return exp.Concat(expressions=[node, exp.Literal.string("+00")])
@@ -256,6 +259,16 @@ def typed():
         yield
     finally:
         _operand_types.reset(token)
+
+
+def keep_integer_divisions() -> None:
+    """Forgets, inside `typed()`, all the binder noted but which divisions are of integers: Spark computes the rest by
+    its own types (a decimal's division exactly, where SQLite's double would lose digits)."""
+    recorded = _operand_types.get()
+    if recorded is not None:
+        kept = {key: value for key, value in recorded.items() if value == ("integer", "integer")}
+        recorded.clear()
+        recorded.update(kept)
 
 
 def record_scale(node, scale) -> None:
