@@ -606,6 +606,8 @@ FRUIT_TABLE = ("CREATE TABLE fruit (g int NOT NULL, s text, n numeric(10,2), ok 
     "'2024-01-01 00:00:30+00'), extract(millisecond FROM TIMESTAMP '2024-01-01 00:00:30.5'), extract(epoch FROM "
     "DATE '2024-01-01'), extract(day FROM TIMESTAMP '2024-01-01 10:00'), date_part('second', TIMESTAMP "
     "'2024-01-01 00:00:30.5') FROM fruit ORDER BY g",
+    # an ordered aggregate, or string_agg, in ORDER BY alone groups the query as one (SQLite: misuse of aggregate)
+    "SELECT 1, 'n' FROM fruit ORDER BY length(string_agg(s, ',' ORDER BY s)), string_agg(s, ',')",
     # replace of a NULL is NULL; concat writes each value as its type's output does (a boolean's t and f)
     "SELECT g, replace(s, '', NULL), replace(s, 'p', ''), concat(s, ok, n, NULL), concat_ws('-', ok, n * 2) "
     "FROM fruit ORDER BY g",

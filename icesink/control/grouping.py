@@ -14,7 +14,7 @@ class GroupingError(PlanError):
 
 
 # min and max of one argument: of two or more, SQLite's are scalar (Postgres's greatest and least)
-_AGGREGATES = frozenset({
+AGGREGATE_NAMES = frozenset({
     "count", "sum", "avg", "min", "max", "total", "bool_and", "bool_or", "every", "string_agg", "array_agg",
     "list_agg", "group_concat", "json_group_array", "json_group_object", "any_value", "stddev", "stddev_samp",
     "stddev_pop", "variance", "var_samp", "var_pop"})
@@ -22,7 +22,7 @@ _AGGREGATES = frozenset({
 
 def is_aggregate(node) -> bool:
     """An aggregate call (not a window function's)."""
-    return (isinstance(node, ast.FunctionCall) and node.over is None and node.name.value.lower() in _AGGREGATES
+    return (isinstance(node, ast.FunctionCall) and node.over is None and node.name.value.lower() in AGGREGATE_NAMES
             and (node.name.value.lower() not in ("min", "max") or len(node.args) == 1))
 
 

@@ -9,11 +9,12 @@ import sqlglot
 from sqlglot import exp
 
 from ..catalog.sqlite import INTERVAL_COLLATION
-from ..catalog.sql_functions import DATE_CUTS
+from ..catalog.sql_functions import AGGREGATES, DATE_CUTS
 from ..errors import PlanError
 from ..engine.values import INT_RANGES
 from ..grammar import render
 from ..model.intervals import interval_parts, interval_text
+from .grouping import AGGREGATE_NAMES
 from .sqlite_aggregates import array_agg, array_aggregate, order_of, ordered_aggregate
 from .types import SYNONYMS
 
@@ -173,13 +174,24 @@ def _postgres_functions(tree: exp.Expression) -> exp.Expression:
     tree = tree.transform(replace)
     for select in list(tree.find_all(exp.Select)):
         _series_joined(select)
-        _grouped_as_one(select)
     return tree
+
+
+# aggregates sqlglot's tree may hold as calls of no function it knows: SQLite's (group_concat) and icesink's own
+_OWN_AGGREGATES = frozenset({*AGGREGATE_NAMES, *AGGREGATES, "icesink_ordered_agg"})
+
+
+def _is_aggregate(node: exp.Expression) -> bool:
+    if not isinstance(node, exp.Anonymous):
+        return isinstance(node, exp.AggFunc)
+    name = node.name.lower()  # min and max of two or more are SQLite's scalar ones
+    return name in _OWN_AGGREGATES and (name not in ("min", "max") or len(node.expressions) == 1)
 
 
 def _own_aggregate(node: exp.Expression, select: exp.Select) -> bool:
     """Whether `node` calls an aggregate of `select`'s (not a window's, nor a subquery's)."""
-    return any(call.find_ancestor(exp.Window, exp.Select) is select for call in node.find_all(exp.AggFunc))
+    return any(_is_aggregate(call) and call.find_ancestor(exp.Window, exp.Select) is select
+               for call in node.find_all(exp.AggFunc, exp.Anonymous))
 
 
 def _reads_a_row(node: exp.Expression, select: exp.Select) -> bool:
@@ -210,11 +222,14 @@ def _grouped_as_one(select: exp.Select) -> None:
 # zone, a type named with INT in it (TIMESTAMPTZ, INTERVAL) takes the number its text begins with, and one of no
 # type SQLite knows (JSONB, UUID) a number too, 0 for text that is none; they go through the column type's input
 # function (icesink_in), as Postgres reads a value of the type
-_READ_FROM_TEXT = {exp.DataType.Type.DECIMAL: "numeric", exp.DataType.Type.DOUBLE: "double precision",
-                   exp.DataType.Type.FLOAT: "real", exp.DataType.Type.DATE: "date"}
 _CAST_TYPES = {exp.DataType.Type.TIMESTAMP: "timestamp", exp.DataType.Type.TIMESTAMPTZ: "timestamp with time zone",
                exp.DataType.Type.INTERVAL: "interval", exp.DataType.Type.JSONB: "jsonb",
                exp.DataType.Type.JSON: "jsonb", exp.DataType.Type.UUID: "uuid"}
+
+# casts of text SQLite reads otherwise (a number from its leading digits, or 0; DATE() NULL for any other form),
+# through the type's input function
+_READ_FROM_TEXT = {exp.DataType.Type.DECIMAL: "numeric", exp.DataType.Type.DOUBLE: "double precision",
+                   exp.DataType.Type.FLOAT: "real", exp.DataType.Type.DATE: "date"}
 
 
 # the clock's functions as the store holds their types' values (a fraction of a second in six digits, none when
@@ -499,6 +514,8 @@ def sqlite_sql(tree: exp.Expression) -> str:
         column.set("db", None)
         column.set("catalog", None)
     tree = _postgres_functions(_postgres_arithmetic(_intervals_by_length(tree)))
+    for select in list(tree.find_all(exp.Select)):  # its aggregates written as SQLite's and icesink's own by now
+        _grouped_as_one(select)
     for select in list(tree.find_all(exp.Select)):
         if select.args.get("distinct") is not None and select.args["distinct"].args.get("on") is not None:
             replaced = _distinct_on(select)
