@@ -77,14 +77,16 @@ class Binder:
         obj = self.lookup(name, RELATION_KINDS, "source, table or materialized view")
         return obj, relation_of(obj, declared_key=self.generator_source(obj) is None)
 
-    def generator_source(self, obj: CatalogObject | None) -> CatalogObject | None:
-        """The load generator source whose relation `obj` is (the source itself, or a subsource of it); else None."""
-        if obj is None:
-            return None
-        if obj.kind == "source":
-            return obj if obj.type == "load-generator" else None
+    def source_of(self, obj: CatalogObject | None) -> CatalogObject | None:
+        """The source whose relation `obj` is (the source itself, or a subsource or table of it); else None."""
+        if obj is None or obj.kind == "source":
+            return obj
         source_id = getattr(obj.descriptor, "source_id", None)
-        source = self.catalog.get_by_id(source_id) if source_id else None
+        return self.catalog.get_by_id(source_id) if source_id else None
+
+    def generator_source(self, obj: CatalogObject | None) -> CatalogObject | None:
+        """The load generator source whose relation `obj` is; else None."""
+        source = self.source_of(obj)
         return source if source is not None and source.type == "load-generator" else None
 
 

@@ -68,8 +68,7 @@ def engine_table_storage(binder: Binder, ref: ast.TableRef, replicated: Replicat
         raise PlanError(f"'{ref.name}' is {describe(obj)}, which cannot be queried", ref.name.pos)
     if is_engine_table(obj):
         return storage_name(obj.id)
-    source_id = getattr(obj.descriptor, "source_id", None)
-    source = binder.catalog.get_by_id(source_id) if source_id else None
+    source = binder.source_of(obj)
     if obj.kind in ("subsource", "table") and source is not None and source.type == "postgres":
         if replicated is not None:
             replicated.append((obj.id, obj.name, source.id))

@@ -390,7 +390,7 @@ def _type_of(expr, scope: _Scope, resolve: Resolver) -> str:
             _check_beside_text(expr.left, left, expr.right, right, expr.op, expr.pos)
         if expr.op == "/":
             if base_type(left) in INTEGERS and base_type(right) in INTEGERS:
-                render.record_types(expr, ("integer", "integer"))  # Spark's `/` of integers gives a double
+                render.record_integer_division(expr)
             # a computed numeric (a date part, a sum) may be SQLite's integer, which `/` truncates
             for side, kind in ((expr.left, left), (expr.right, right)):
                 if base_type(kind) in ("numeric", "real", "double precision") and not isinstance(side, ast.Literal):

@@ -98,10 +98,9 @@ def _relation(binder: Binder, view: CatalogObject, ref, side: str, pos: int) -> 
     found = binder.find(ref.name)
     if found is None:
         raise PlanError(f"materialized view '{view.name}' reads \"{ref.name}\", which no longer exists", pos)
-    source_id = getattr(found.descriptor, "source_id", None)
-    source = binder.catalog.get_by_id(source_id) if source_id else None
+    source = binder.source_of(found)
     replicated = found.kind in ("subsource", "table") and source is not None and source.type == "postgres"
-    generated = binder.generator_source(found) is not None
+    generated = source is not None and source.type == "load-generator"
     if not (is_engine_table(found) or replicated or generated or found.kind == "materialized-view"):
         if found.kind == "source":
             what = f"{found.type.replace('-', ' ')} source '{found.name}'"

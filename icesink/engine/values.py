@@ -91,22 +91,29 @@ def _floating(type_name: str):
     return convert
 
 
+def finite_decimal(value) -> Decimal:
+    """A numeric's value as its input reads it (text, or a number), every digit kept; refused as Postgres refuses
+    what is no number, and NaN and the infinities, which an Iceberg decimal cannot hold."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
+        raise _syntax("numeric", value)
+    try:
+        number = Decimal(value.strip() if isinstance(value, str) else repr(value) if isinstance(value, float)
+                         else value)
+    except InvalidOperation:
+        raise _syntax("numeric", value) from None
+    if not number.is_finite():
+        raise InvalidValue(f"numeric {value} is not supported: icesink keeps a numeric as an Iceberg decimal, "
+                           "which is finite")
+    return number
+
+
 def _numeric(type_name: str):
     bounded = "(" in type_name
     precision, scale = (int(x) for x in type_name[type_name.index("(") + 1:-1].split(",")) if bounded \
         else UNBOUNDED_NUMERIC
 
     def convert(value):
-        if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
-            raise _syntax("numeric", value)
-        try:
-            number = Decimal(value.strip() if isinstance(value, str) else repr(value) if isinstance(value, float)
-                             else value)
-        except InvalidOperation:
-            raise _syntax("numeric", value) from None
-        if not number.is_finite():
-            raise InvalidValue(f"numeric {value} is not supported: icesink keeps a numeric as an Iceberg decimal, "
-                               "which is finite")
+        number = finite_decimal(value)
         if bounded or number.as_tuple().exponent < -scale:
             number = number.quantize(Decimal(1).scaleb(-scale), ROUND_HALF_UP)
         if number.adjusted() >= precision - scale:

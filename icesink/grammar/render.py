@@ -237,7 +237,7 @@ def _binary(node: ast.BinaryOp) -> exp.Expression:
     built = cls(this=left, expression=right, typed=True) if cls is exp.Div else cls(this=left, expression=right)
     if node.op in ("+", "-") and _typed(node) == ("number", "number"):
         built.meta["numbers"] = True  # no moment among the operands: SQLite's own + and -
-    if node.op == "/" and _typed(node) == ("integer", "integer"):
+    if node.op == "/" and _recorded(("integer division", id(node))):
         built.meta["integers"] = True  # truncated, as SQLite does by the values' own types and Spark by `DIV`
     return built
 
@@ -261,12 +261,26 @@ def typed():
         _operand_types.reset(token)
 
 
+def record_integer_division(node) -> None:
+    """Notes that the division `node` is of two integers, which truncates (Spark's `/` gives a double), inside
+    `typed()`."""
+    recorded = _operand_types.get()
+    if recorded is not None:
+        recorded[("integer division", id(node))] = True
+
+
+def _recorded(key) -> bool:
+    recorded = _operand_types.get()
+    return recorded is not None and key in recorded
+
+
 def keep_integer_divisions() -> None:
     """Forgets, inside `typed()`, all the binder noted but which divisions are of integers: Spark computes the rest by
     its own types (a decimal's division exactly, where SQLite's double would lose digits)."""
     recorded = _operand_types.get()
     if recorded is not None:
-        kept = {key: value for key, value in recorded.items() if value == ("integer", "integer")}
+        kept = {key: value for key, value in recorded.items()
+                if isinstance(key, tuple) and key[0] == "integer division"}
         recorded.clear()
         recorded.update(kept)
 
