@@ -13,7 +13,6 @@ import zoneinfo
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Context, Decimal
 from functools import lru_cache
 
-from ..engine.values import finite_decimal
 from ..model.intervals import interval_parts, plus_interval
 from ..model.substrings import substring_span
 from . import to_char as to_char_text
@@ -608,7 +607,16 @@ def numeric_input(value):
     """`text::numeric`: the number the text writes, as a double (as SQLite's CAST computes it, its digits shown by
     the text's scale), refused as Postgres's input refuses text that is no number; NaN and the infinities, which an
     Iceberg decimal cannot hold, are not supported."""
-    return None if value is None else float(finite_decimal(value)) + 0.0
+    if value is None:
+        return None
+    try:
+        number = Decimal(str(value).strip())
+    except ArithmeticError:
+        raise ValueError(f'invalid input syntax for type numeric: "{value}"') from None
+    if not number.is_finite():
+        raise ValueError(f"numeric {value} is not supported: icesink keeps a numeric as an Iceberg decimal, which is "
+                         "finite")
+    return float(number) + 0.0
 
 
 def numeric_cast(value, precision, scale):
