@@ -125,6 +125,7 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
         entries = 2 if changes == "moves" else 1
         per_change = statistics.median(c.seconds / ((c.offset - b.offset) / entries) * 1e6
                                        for b, c in zip(recorder.batches, batches) if c.offset > b.offset)
+        slowest = sorted(sorted(range(len(statements)), key=statements.__getitem__)[-5:])
         print(f"view {view}, input {rows:,} rows, {mode}, {changes}: {rate:,} changes/s offered for {seconds}s ({offered:,.0f}/s measured), "
               f"{committed:,.0f}/s committed end to end; {len(times)} batches after the first: p50 {median:.2f}s, "
               f"p95 {percentile(times, 0.95):.2f}s, worst {max(times):.2f}s; freshness p50 "
@@ -132,7 +133,9 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
               f"({len(fresh)} of {len(made)} updates committed); a batch takes {per_change:.1f} µs a change "
               f"(median over the batches); the writing client's statements took p50 "
               f"{statistics.median(statements):.2f}s, p95 {percentile(statements, 0.95):.2f}s (of CPU p50 "
-              f"{statistics.median(cpu):.2f}s)", flush=True)
+              f"{statistics.median(cpu):.2f}s; slowest, by when they started: "
+              f"{', '.join(f'{statements[i]:.2f}s at {made[i][0] - made[0][0]:.0f}s' for i in slowest)})",
+              flush=True)
         return median, per_change, int(offered)
     finally:
         logging.getLogger("icesink.sink").removeHandler(recorder)

@@ -158,6 +158,14 @@ def writer_cache_mib() -> int:
     return int(given)
 
 
+def add_store_functions(db: sqlite3.Connection) -> None:
+    """What a connection needs to read and write the store's tables: their input function, real and numeric
+    collation."""
+    add_input_function(db)
+    db.create_function("icesink_real", 1, _exact_real, deterministic=True)
+    db.create_collation(NUMERIC_COLLATION, _compare_numeric)
+
+
 class TableStore:
     def __init__(self, data_dir: Path, writer: bool = False):
         """`writer`: a connection that writes tables (a session's statements, a replication), which keeps a large
@@ -167,9 +175,7 @@ class TableStore:
         cache_kib = writer_cache_mib() << 10 if writer else None  # read first: a bad setting opens no file
         with database_errors(path, "engine tables"):
             self.db = connect_wal(path)
-            add_input_function(self.db)
-            self.db.create_function("icesink_real", 1, _exact_real, deterministic=True)
-            self.db.create_collation(NUMERIC_COLLATION, _compare_numeric)
+            add_store_functions(self.db)
             self.db.execute("PRAGMA synchronous = FULL")  # a write returns only once it is on disk
             if cache_kib:
                 self.db.execute(f"PRAGMA cache_size = -{cache_kib}")

@@ -41,7 +41,10 @@ def input_for(catalog: Catalog, relation: CatalogObject, view: ViewInput | None 
                                        state_dir(catalog.data_dir, sink_id) / RESULTS_DIR)
         if view.others:
             return JoinedViewInput(catalog, relation, view, tables)
-        return MaterializedViewInput(catalog, relation, view, tables[0])
+        from ..sink import state_dir
+
+        return MaterializedViewInput(catalog, relation, view, tables[0],
+                                     None if sink_id is None else state_dir(catalog.data_dir, sink_id))
     origin_id = getattr(relation.descriptor, "source_id", None)
     origin = catalog.get_by_id(origin_id) if origin_id else relation
     kind = INPUTS.get(origin.type)

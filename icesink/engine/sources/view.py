@@ -4,7 +4,8 @@ source replicates), brought up to date from that table's changes. The sink reads
 they touch and recomputes the view's rows for those keys alone from the table's current rows, in one SQLite
 statement (the planner wrote it: control/view_inputs.py). A key with a row is an upsert; a key left without one
 (its last input row deleted, or filtered out by WHERE or HAVING) is a deletion. The table is indexed on the view's
-key, so a batch reads the rows of the keys its changes touch, not the whole table. A sink's first batch computes the
+key (or the sink's own copy of it is, arrangement.py, which each partition brings up to date with its share of the
+changes first), so a batch reads the rows of the keys its changes touch, not the whole table. A sink's first batch computes the
 whole view in one pass over the table instead, each group once, rather than each group once per partition of the
 table's log that touches it.
 
@@ -20,6 +21,7 @@ import re
 import sqlite3
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from decimal import ROUND_HALF_UP, Decimal
 
 from pyspark.sql.datasource import DataSource, InputPartition
@@ -31,6 +33,8 @@ from ...model.types import Column, decoder
 from ..segments import CAST
 from ..sink.key_ranges import sample_cuts
 from ..tables import _affinity, quote, storage_name
+from . import arrangement
+from .arrangement import ARRANGEMENT_DIR, Arranged, open_share, share_sql
 from .base import Input
 from .engine_table import (ROWS_PER_BATCH, BaseRange, EngineTableInput, EngineTableReader, EngineTableSource,
                            OffsetRange, SegmentRange, change_schema)
@@ -75,11 +79,13 @@ class ViewSource(ViewChanges, EngineTableSource):
 
 class WholeView(InputPartition):
     """The whole view, computed at offset `upto` (a sink's first batch); with `bounds`, (lo, hi), its keys whose
-    index's first expression is between them. The first such partition stands for an empty view (whole_view)."""
+    index's first expression is between them; with `share`, (part, parts), the keys of that share of an arranged
+    view. The first such partition stands for an empty view (whole_view)."""
 
-    def __init__(self, upto: int, ts: int, bounds: tuple | None = None, first: bool = True):
-        super().__init__((upto, ts, bounds))
-        self.upto, self.ts, self.bounds, self.first = upto, ts, bounds, first
+    def __init__(self, upto: int, ts: int, bounds: tuple | None = None, first: bool = True,
+                 share: tuple[int, int] | None = None):
+        super().__init__((upto, ts, bounds, share))
+        self.upto, self.ts, self.bounds, self.first, self.share = upto, ts, bounds, first, share
 
 
 # the distinct values of a key's first expression a first batch looks for to cut it into ranges, one index seek each
@@ -159,6 +165,7 @@ class ViewReader(EngineTableReader):
         self.view = ViewInput.from_json(json.loads(options["view"]))
         self.view_columns = json.loads(options["view_columns"])
         self.generated = options.get("generated")
+        self.arranged = Arranged.from_json(options["arranged"]) if options.get("arranged") else None
 
     def latestOffset(self) -> dict:
         from ..generated_tables import catch_up_given
@@ -180,9 +187,16 @@ class ViewReader(EngineTableReader):
         return super().latestOffset()
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        if start["offset"] == 0 and self.view.whole_sql:
-            self.planned = max(self.planned, end["offset"])
-            return whole_partitions(self.data_dir, self.view, end["offset"], self.cores)
+        after, upto = start["offset"], end["offset"]
+        if after == 0 and self.view.whole_sql:
+            self.planned = max(self.planned, upto)
+            if self.arranged is not None:
+                ts = int(time.time() * 1000)
+                return [WholeView(upto, ts, first=part == 0, share=(part, self.cores)) for part in range(self.cores)]
+            return whole_partitions(self.data_dir, self.view, upto, self.cores)
+        if self.arranged is not None:  # each share's copy takes its changes in their order: one partition each
+            self.planned = max(self.planned, upto)
+            return [SharedRange(after, upto, part, self.cores) for part in range(self.cores)]
         return super().partitions(start, end)
 
     def _log_ranges(self, after: int, upto: int) -> list[OffsetRange]:
@@ -198,6 +212,14 @@ class ViewReader(EngineTableReader):
                 for wave in waves for part in range(len(wave))]
 
     def read(self, partition):
+        if self.arranged is not None:
+            with query_errors():
+                if isinstance(partition, WholeView):
+                    yield from whole_view(self.data_dir, self.view, partition, self.view_columns, self.arranged)
+                    return
+                rows = arranged_changes(self.data_dir, self.view, self.arranged, partition)
+            yield from view_batches(rows, self.view_columns)
+            return
         yield from view_partition(self.data_dir, self.view, partition, self.view_columns, lambda db: recompute(
             db, self.view, changes_of(self.table_id, self.columns, self.view.changed_columns, partition,
                                       self.view.share_column), self.view.touched_sql))
@@ -229,31 +251,69 @@ def view_partition(data_dir, view: ViewInput, partition, view_columns: list[dict
     yield from view_batches(rows, view_columns)
 
 
-def whole_view(data_dir, view: ViewInput, partition: WholeView, view_columns: list[dict]):
+def whole_view(data_dir, view: ViewInput, partition: WholeView, view_columns: list[dict],
+               arranged: Arranged | None = None):
     """Arrow record batches of every row of the view, computed in one pass over its tables as they are (at or
-    after `partition.upto`), each an upsert at that offset. An empty view gives the deletion (or row) of one key of
-    its driving table instead (the first range's partition does), so that the commit records the offset; an empty
-    driving table gives nothing (the next batch computes the whole view again)."""
+    after `partition.upto`), each an upsert at that offset; an arranged view's share, over its copy made again. An
+    empty view gives the deletion (or row) of one key of its driving table instead (the first partition does), so
+    that the commit records the offset; an empty driving table gives nothing (the next batch computes the whole view
+    again)."""
     from ..tables import TableStore
 
-    store = TableStore(data_dir)
+    if arranged is not None:
+        part, parts = partition.share
+        db = open_share(data_dir, arranged, part, parts)
+        close = db.close
+        arrangement.make(db, arranged, part, parts, partition.upto, _indexer(view, arranged))
+    else:
+        store = TableStore(data_dir)
+        db, close = store.db, store.close
     try:
         # into a temp table first: the store's tables are read in one statement, not for as long as Spark takes the
         # rows, for a reader holds back the checkpoint of every write made meanwhile
         if partition.bounds is None:
-            store.db.execute(f"CREATE TEMP TABLE {WHOLE} AS {view.whole_sql}")
+            db.execute(f"CREATE TEMP TABLE {WHOLE} AS {view.whole_sql}")
         else:
             lo, hi = partition.bounds
-            store.db.execute(f"CREATE TEMP TABLE {WHOLE} AS {view.split_sql}", {"lo": lo, "hi": hi})
-        cursor, found = store.db.execute(f"SELECT * FROM temp.{WHOLE}"), False
+            db.execute(f"CREATE TEMP TABLE {WHOLE} AS {view.split_sql}", {"lo": lo, "hi": hi})
+        cursor, found = db.execute(f"SELECT * FROM temp.{WHOLE}"), False
         while rows := cursor.fetchmany(ROWS_PER_BATCH):
             found = True
             yield from view_batches([(*row, partition.upto, 1, partition.ts) for row in rows], view_columns)
         if not found and view.any_key_sql and partition.first:
-            rows = recompute_keys(store.db, view, view.any_key_sql, (partition.upto, partition.ts))
+            if arranged is not None:  # the other shares may hold the rows
+                close()
+                store = TableStore(data_dir)
+                db, close = store.db, store.close
+            rows = recompute_keys(db, view, view.any_key_sql, (partition.upto, partition.ts))
             yield from view_batches(rows, view_columns)
     finally:
-        store.close()
+        close()
+
+
+def _indexer(view: ViewInput, arranged: Arranged):
+    return lambda db: create_indexes(db, view, arranged.view_name)
+
+
+def arranged_changes(data_dir, view: ViewInput, arranged: Arranged, partition: "SharedRange") -> list[tuple]:
+    """The view's changes for the keys its input's changes in `partition` touch (those of its share), recomputed
+    from the share's copy once they are applied to it (a copy behind the partition's start is made again)."""
+    db = open_share(data_dir, arranged, partition.part, partition.parts)
+    try:
+        applied = arrangement.applied_upto(db)
+        if applied is None or applied < partition.after:
+            arrangement.make(db, arranged, partition.part, partition.parts, partition.after, _indexer(view, arranged))
+        names = [c["name"] for c in arranged.columns]
+        select, parameters = _logged(arranged.table_id, list(arranged.columns), tuple(names), partition,
+                                     arranged.share_column, diff=True)
+        db.execute(f"DROP TABLE IF EXISTS temp.{CHANGES}")
+        db.execute(f"CREATE TEMP TABLE {CHANGES} ({', '.join(quote(n) for n in names)}, _icesink_diff, "
+                   "_icesink_offset, _icesink_ts)")
+        db.execute(f"INSERT INTO temp.{CHANGES} {select}", parameters)
+        arrangement.apply(db, arranged, CHANGES, partition.upto)
+        return recompute_keys(db, view, view.touched_sql)
+    finally:
+        db.close()
 
 
 def view_batches(rows: list[tuple], view_columns: list[dict]):
@@ -280,21 +340,20 @@ def changes_of(table_id: str, columns: list[dict], names: tuple[str, ...], parti
 
 
 def _logged(table_id: str, columns: list[dict], names: tuple[str, ...], partition: OffsetRange,
-            share_column: str = "") -> tuple[str, tuple]:
-    """The SELECT (and its parameters) of an engine table's logged changes as `_stored_changes` gives them, for
-    SQLite to read without a value passing through Python (a REAL is logged as text that reads back as the same
-    double)."""
+            share_column: str = "", diff: bool = False) -> tuple[str, tuple]:
+    """The SELECT (and its parameters) of an engine table's logged changes as `_stored_changes` gives them (with
+    `diff`, each change's before its offset), for SQLite to read without a value passing through Python (a REAL is
+    logged as text that reads back as the same double)."""
     all_names, types = [c["name"] for c in columns], {c["name"]: c["type"] for c in columns}
     share = ""
-    if isinstance(partition, SharedRange):  # a null's share is the first's
-        value, parts = f"json_extract(row, '$[{all_names.index(share_column)}]')", partition.parts
-        falls = f"icesink_share({value}, {parts})" if types[share_column] == "text" \
-            else f"coalesce(({value} % {parts} + {parts}) % {parts}, 0)"
-        share = f" AND {falls} = {partition.part}"
+    if isinstance(partition, SharedRange):
+        value = f"json_extract(row, '$[{all_names.index(share_column)}]')"
+        share = f" AND {share_sql(types[share_column], value, partition.parts)} = {partition.part}"
     picked = []
     for name in names:
         value = f"json_extract(row, '$[{all_names.index(name)}]')"
         picked.append(f"CAST({value} AS REAL)" if _affinity(types[name]) == "REAL" else value)
+    picked += ["diff"] if diff else []
     return (f"SELECT {', '.join(picked + ['offset', 'ts'])} FROM changes WHERE table_id = ? AND offset > ? "
             f"AND offset <= ?{share}", (table_id, partition.after, partition.upto))
 
@@ -458,11 +517,21 @@ class MaterializedViewInput(ViewInputs):
     """A sink's view over one table: that table's changes (its own input, `base`) as the view's upserts and
     deletions."""
 
-    def __init__(self, catalog: Catalog, relation: CatalogObject, view: ViewInput, base: EngineTableInput):
+    def __init__(self, catalog: Catalog, relation: CatalogObject, view: ViewInput, base: EngineTableInput,
+                 state: Path | None = None):
+        """`state`: the sink's directory, where it keeps its arrangement of an engine table with a primary key when
+        the view's keys can be shared by a column of it (else the table's writes keep the view's index)."""
         super().__init__(catalog, relation, view, [base])
-        create_indexes(base.log.db, view, relation.name)
+        table = base.relation.descriptor
+        self.arranged = None
+        if state is not None and type(base) is EngineTableInput and view.share_column and table.primary_key:
+            self.arranged = Arranged(relation.name, str(state / ARRANGEMENT_DIR), base.relation.id,
+                                     tuple(c.as_dict() for c in table.columns), table.primary_key, view.share_column)
+        else:
+            create_indexes(base.log.db, view, relation.name)
 
     def stream(self, spark, start):
+        arranged = "" if self.arranged is None else self.arranged.to_json()
         return (self.inputs[0]._reader(spark, start).format(ViewSource.name())
                 .option("view", json.dumps(self.view.to_json())).option("view_columns", self._columns())
-                .option("generated", generated_option(self.inputs)).load())
+                .option("generated", generated_option(self.inputs)).option("arranged", arranged).load())

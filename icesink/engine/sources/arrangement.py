@@ -1,0 +1,149 @@
+"""A sink's arrangement of a view's input: its own copy of the table's rows, indexed by the view's key, one SQLite
+file per share of the keys (a batch's partition each), which a batch brings up to date from the table's log before
+it recomputes the keys the log's changes touch.
+
+Why a copy: the index a batch looks a touched key's rows up by, kept on the store's table instead, made every
+statement that writes the table put each new row's entry at its key's place, on pages all over the index (new
+events of one hour, of users all over, land all over that hour's part of it), so each row cost the writer a page
+written. A batch applies a COMMIT INTERVAL's changes at once, each page once for all the entries it gains, on a
+core of Spark's, and the writer's statements write the table and its log alone (`bench/view_writes.py`).
+
+Each file holds the rows whose share column falls to its share, as the store holds them (the same columns, types
+and key), under the table's own name, with the store attached: the view's statements run on it unchanged, the
+table's name finding the copy and the log's finding the store's. `_icesink_arranged` records the offset up to
+which the log was applied. The copy is brought up to date by rows: each key of the table the changes name is
+deleted, and its newest change, if it is a row, inserted. Applying changes again over a copy that has more (a batch
+retried after its partition applied them) makes each row the batch names what its newest change says, and the
+next batch, which reads the changes after it, names the later ones again; the keys that the rows of either touch
+are recomputed then. So, as for the store's rows, a key is computed from a state at or after the batch's frontier,
+and the Iceberg table converges on the view. A copy that is missing, of another number of shares, or behind the
+batch's start (a power loss took its last transactions) is made again from the table, whose rows are at or after
+it."""
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ...catalog.sqlite import connect_wal
+from ..tables import (NUMERIC_COLLATION, TABLES_FILE, _affinity, add_store_functions, base_type, quote,
+                      storage_name)
+
+ARRANGEMENT_DIR = "arrangement"
+APPLIED = "_icesink_arranged"
+CACHE_KIB = 256 << 10  # a batch's entries land all over the index: its dirty pages stay in memory until the commit
+log = logging.getLogger("icesink.sink")
+
+
+@dataclass(frozen=True)
+class Arranged:
+    """Where a sink keeps its arrangement of view `view_name`'s input, table `table_id` (columns as dicts of name
+    and type, primary key `key`), shared by `share_column`."""
+    view_name: str
+    directory: str
+    table_id: str
+    columns: tuple[dict, ...]
+    key: tuple[str, ...]
+    share_column: str
+
+    def to_json(self) -> str:
+        return json.dumps({"view_name": self.view_name, "directory": self.directory, "table_id": self.table_id,
+                           "columns": list(self.columns), "key": list(self.key), "share_column": self.share_column})
+
+    @classmethod
+    def from_json(cls, text: str) -> "Arranged":
+        data = json.loads(text)
+        return cls(data["view_name"], data["directory"], data["table_id"], tuple(data["columns"]), tuple(data["key"]),
+                   data["share_column"])
+
+
+def share_sql(type_name: str, value: str, parts: int) -> str:
+    """Which of `parts` shares a value falls to: an integer by its remainder, text by a hash (a null's is the
+    first's)."""
+    if type_name == "text":
+        return f"icesink_share({value}, {parts})"
+    return f"coalesce(({value} % {parts} + {parts}) % {parts}, 0)"
+
+
+def open_share(data_dir, arranged: Arranged, part: int, parts: int) -> sqlite3.Connection:
+    """A connection to share `part` of `parts`, with the store attached (as `store`)."""
+    directory = Path(arranged.directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    db = connect_wal(directory / f"{part}-of-{parts}.db")
+    try:
+        add_store_functions(db)
+        db.execute("PRAGMA synchronous = NORMAL")  # a copy a power loss set back is made again (applied_upto)
+        db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+        db.execute("ATTACH DATABASE ? AS store", (str(Path(data_dir).resolve() / TABLES_FILE),))
+        db.execute(f"CREATE TABLE IF NOT EXISTS {APPLIED} (upto INTEGER NOT NULL)")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def applied_upto(db) -> int | None:
+    """The offset up to which the log was applied to the copy; None while it was not made."""
+    row = db.execute(f"SELECT upto FROM {APPLIED}").fetchone()
+    return None if row is None else row[0]
+
+
+def make(db, arranged: Arranged, part: int, parts: int, upto: int, index: Callable) -> None:
+    """The copy made again from the table's rows of its share (at or after offset `upto`), and indexed by `index(db)`
+    as the view's batches look rows up; the copies of other numbers of shares are removed."""
+    started = time.monotonic()
+    table = quote(storage_name(arranged.table_id))
+    definitions = [_definition(c) for c in arranged.columns] + [f"PRIMARY KEY ({', '.join(map(quote, arranged.key))})"]
+    names = ", ".join(quote(c["name"]) for c in arranged.columns)
+    falls = share_sql(_type(arranged, arranged.share_column), quote(arranged.share_column), parts)
+    db.execute("BEGIN")  # not IMMEDIATE, which would hold the attached store's writers off as well
+    try:
+        db.execute(f"DROP TABLE IF EXISTS main.{table}")
+        db.execute(f"DELETE FROM {APPLIED}")
+        db.execute(f"CREATE TABLE main.{table} ({', '.join(definitions)}) WITHOUT ROWID")
+        # the rows first, then the index: one sort, not an entry placed at a time
+        db.execute(f"INSERT INTO main.{table} SELECT {names} FROM store.{table} WHERE {falls} = ?", (part,))
+        index(db)
+        db.execute(f"INSERT INTO {APPLIED} VALUES (?)", (upto,))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    for other in Path(arranged.directory).glob("*-of-*.db*"):
+        if not other.name.split(".db")[0].endswith(f"-of-{parts}"):
+            other.unlink(missing_ok=True)
+    log.info("materialized view %s: share %d of %d of its input copied and indexed in %.1fs", arranged.view_name,
+             part + 1, parts, time.monotonic() - started)
+
+
+def apply(db, arranged: Arranged, changes: str, upto: int) -> None:
+    """The changes in temp table `changes` (the table's columns, then _icesink_diff and _icesink_offset) applied
+    to the copy: each key they name deleted, then its newest change inserted where it is a row."""
+    table = quote(storage_name(arranged.table_id))
+    key = ", ".join(map(quote, arranged.key))
+    names = ", ".join(quote(c["name"]) for c in arranged.columns)
+    db.execute("BEGIN")  # the copy alone is written: the store's writers go on
+    try:
+        db.execute(f"DELETE FROM main.{table} WHERE ({key}) IN (SELECT {key} FROM temp.{changes})")
+        db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM (SELECT *, row_number() OVER "
+                   f"(PARTITION BY {key} ORDER BY _icesink_offset DESC) AS _icesink_n FROM temp.{changes}) "
+                   f"WHERE _icesink_n = 1 AND _icesink_diff = 1")
+        db.execute(f"UPDATE {APPLIED} SET upto = max(upto, ?)", (upto,))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _type(arranged: Arranged, name: str) -> str:
+    return next(c["type"] for c in arranged.columns if c["name"] == name)
+
+
+def _definition(column: dict) -> str:
+    """A column of the copy as the store declares it, without its checks: the rows were checked as written."""
+    collate = f" COLLATE {NUMERIC_COLLATION}" if base_type(column["type"]) in ("numeric", "uint8") else ""
+    return f"{quote(column['name'])} {_affinity(column['type'])}{collate}"
