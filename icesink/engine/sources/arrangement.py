@@ -79,16 +79,17 @@ def open_share(data_dir, arranged: Arranged, part: int, parts: int) -> sqlite3.C
         db.execute("PRAGMA synchronous = NORMAL")  # a copy a power loss set back is made again (applied_upto)
         db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         db.execute("ATTACH DATABASE ? AS store", (str(Path(data_dir).resolve() / TABLES_FILE),))
-        db.execute(f"CREATE TABLE IF NOT EXISTS {APPLIED} (upto INTEGER NOT NULL)")
+        db.execute(f"CREATE TABLE IF NOT EXISTS {APPLIED} (table_id TEXT NOT NULL, upto INTEGER NOT NULL)")
     except BaseException:
         db.close()
         raise
     return db
 
 
-def applied_upto(db) -> int | None:
-    """The offset up to which the log was applied to the copy; None while it was not made."""
-    row = db.execute(f"SELECT upto FROM {APPLIED}").fetchone()
+def applied_upto(db, arranged: Arranged) -> int | None:
+    """The offset up to which the log was applied to the copy; None while it was not made (or holds another
+    table: the sink reads another view since ALTER SINK … SET FROM)."""
+    row = db.execute(f"SELECT upto FROM {APPLIED} WHERE table_id = ?", (arranged.table_id,)).fetchone()
     return None if row is None else row[0]
 
 
@@ -102,13 +103,15 @@ def make(db, arranged: Arranged, part: int, parts: int, upto: int, index: Callab
     falls = share_sql(_type(arranged, arranged.share_column), quote(arranged.share_column), parts)
     db.execute("BEGIN")  # not IMMEDIATE, which would hold the attached store's writers off as well
     try:
-        db.execute(f"DROP TABLE IF EXISTS main.{table}")
+        for (other,) in db.execute("SELECT name FROM main.sqlite_master WHERE type = 'table' AND name <> ?",
+                                   (APPLIED,)).fetchall():  # another view's table too, read before ALTER SINK
+            db.execute(f"DROP TABLE main.{quote(other)}")
         db.execute(f"DELETE FROM {APPLIED}")
         db.execute(f"CREATE TABLE main.{table} ({', '.join(definitions)}) WITHOUT ROWID")
         # the rows first, then the index: one sort, not an entry placed at a time
         db.execute(f"INSERT INTO main.{table} SELECT {names} FROM store.{table} WHERE {falls} = ?", (part,))
         index(db)
-        db.execute(f"INSERT INTO {APPLIED} VALUES (?)", (upto,))
+        db.execute(f"INSERT INTO {APPLIED} VALUES (?, ?)", (arranged.table_id, upto))
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")

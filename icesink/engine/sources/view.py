@@ -36,7 +36,7 @@ from ..tables import _affinity, quote, storage_name
 from . import arrangement
 from .arrangement import ARRANGEMENT_DIR, Arranged, open_share, share_sql
 from .base import Input
-from .engine_table import (ROWS_PER_BATCH, BaseRange, EngineTableInput, EngineTableReader, EngineTableSource,
+from .engine_table import (ROWS_PER_BATCH, ROWS_PER_PARTITION, BaseRange, EngineTableInput, EngineTableReader, EngineTableSource,
                            OffsetRange, SegmentRange, change_schema)
 from .generated_table import generated_option
 
@@ -217,8 +217,13 @@ class ViewReader(EngineTableReader):
                 if isinstance(partition, WholeView):
                     yield from whole_view(self.data_dir, self.view, partition, self.view_columns, self.arranged)
                     return
-                rows = arranged_changes(self.data_dir, self.view, self.arranged, partition)
-            yield from view_batches(rows, self.view_columns)
+                # a backlog in pieces of about ROWS_PER_PARTITION changes of the share: what a piece touches is
+                # held in memory
+                step = ROWS_PER_PARTITION * partition.parts
+                for after in range(partition.after, partition.upto, step):
+                    piece = SharedRange(after, min(after + step, partition.upto), partition.part, partition.parts)
+                    rows = arranged_changes(self.data_dir, self.view, self.arranged, piece)
+                    yield from view_batches(rows, self.view_columns)
             return
         yield from view_partition(self.data_dir, self.view, partition, self.view_columns, lambda db: recompute(
             db, self.view, changes_of(self.table_id, self.columns, self.view.changed_columns, partition,
@@ -300,7 +305,7 @@ def arranged_changes(data_dir, view: ViewInput, arranged: Arranged, partition: "
     from the share's copy once they are applied to it (a copy behind the partition's start is made again)."""
     db = open_share(data_dir, arranged, partition.part, partition.parts)
     try:
-        applied = arrangement.applied_upto(db)
+        applied = arrangement.applied_upto(db, arranged)
         if applied is None or applied < partition.after:
             arrangement.make(db, arranged, partition.part, partition.parts, partition.after, _indexer(view, arranged))
         names = [c["name"] for c in arranged.columns]
