@@ -1,6 +1,8 @@
 """What a writing client's INSERT costs as the current hour fills, through icesink's own statements and store: seed
 004's `user_events` (--rows events of 100,000 users over a day), with the index a sink on `user_activity_summary`
-keeps on its input (the hour, then the user, and the other columns the view reads), or without it; then, once a
+kept on its input before sinks kept their own copy of a view's table (the hour, then the user, and the other
+columns the view reads; a sink still keeps it on a table it makes no copy of, engine/sources/arrangement.py), or
+without it, as the table is now; then, once a
 second, an INSERT of --rate new events of users all over, all in the next day's first hour, as bench/views.py's
 `--changes inserts` client does, with no sink running:
 
