@@ -3,10 +3,13 @@ Adding a kind (Postgres, a view, files, Kafka) is adding a module here and a lin
 "Where a new kind goes")."""
 from __future__ import annotations
 
+import shutil
+
 from ...catalog.store import Catalog, CatalogObject
 from ...model.descriptors import ViewInput
 from ..failures import Unsupported
 from ..tables import generated_name
+from .arrangement import ARRANGEMENT_DIR
 from .base import Input, ProgressBehindInput
 from .engine_table import EngineTableInput
 from .generated_table import GeneratedTableInput
@@ -34,17 +37,19 @@ def input_for(catalog: Catalog, relation: CatalogObject, view: ViewInput | None 
             raise Unsupported(f"this sink was created when a view over a load generator was recomputed from the "
                               f"generator's history each batch: recreate it to read '{relation.name}'")
         tables = [_view_table(catalog, catalog.get_by_id(t)) for t in view.table_ids]
-        if view.recomputed:
-            from ..sink import state_dir
-
-            return RecomputedViewInput(catalog, relation, view, tables,
-                                       state_dir(catalog.data_dir, sink_id) / RESULTS_DIR)
-        if view.others:
-            return JoinedViewInput(catalog, relation, view, tables)
         from ..sink import state_dir
 
-        return MaterializedViewInput(catalog, relation, view, tables[0],
-                                     None if sink_id is None else state_dir(catalog.data_dir, sink_id))
+        state = None if sink_id is None else state_dir(catalog.data_dir, sink_id)
+        if view.recomputed:
+            made = RecomputedViewInput(catalog, relation, view, tables,
+                                       state_dir(catalog.data_dir, sink_id) / RESULTS_DIR)
+        elif view.others:
+            made = JoinedViewInput(catalog, relation, view, tables)
+        else:
+            made = MaterializedViewInput(catalog, relation, view, tables[0], state)
+        if state is not None and getattr(made, "arranged", None) is None:  # a copy for the view read before
+            shutil.rmtree(state / ARRANGEMENT_DIR, ignore_errors=True)
+        return made
     origin_id = getattr(relation.descriptor, "source_id", None)
     origin = catalog.get_by_id(origin_id) if origin_id else relation
     kind = INPUTS.get(origin.type)

@@ -79,7 +79,8 @@ def open_share(data_dir, arranged: Arranged, part: int, parts: int) -> sqlite3.C
         db.execute("PRAGMA synchronous = NORMAL")  # a copy a power loss set back is made again (applied_upto)
         db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         db.execute("ATTACH DATABASE ? AS store", (str(Path(data_dir).resolve() / TABLES_FILE),))
-        db.execute(f"CREATE TABLE IF NOT EXISTS {APPLIED} (table_id TEXT NOT NULL, upto INTEGER NOT NULL)")
+        db.execute(f"CREATE TABLE IF NOT EXISTS {APPLIED} (table_id TEXT NOT NULL, columns TEXT NOT NULL,"
+                   " upto INTEGER NOT NULL)")
     except BaseException:
         db.close()
         raise
@@ -87,9 +88,10 @@ def open_share(data_dir, arranged: Arranged, part: int, parts: int) -> sqlite3.C
 
 
 def applied_upto(db, arranged: Arranged) -> int | None:
-    """The offset up to which the log was applied to the copy; None while it was not made (or holds another
-    table: the sink reads another view since ALTER SINK … SET FROM)."""
-    row = db.execute(f"SELECT upto FROM {APPLIED} WHERE table_id = ?", (arranged.table_id,)).fetchone()
+    """The offset up to which the log was applied to the copy; None while it was not made, or holds another table
+    (the sink reads another view since ALTER SINK … SET FROM) or other columns (the table gained one)."""
+    row = db.execute(f"SELECT upto FROM {APPLIED} WHERE table_id = ? AND columns = ?",
+                     (arranged.table_id, json.dumps(arranged.columns))).fetchone()
     return None if row is None else row[0]
 
 
@@ -111,10 +113,11 @@ def make(db, arranged: Arranged, part: int, parts: int, upto: int, index: Callab
         # the rows first, then the index: one sort, not an entry placed at a time
         db.execute(f"INSERT INTO main.{table} SELECT {names} FROM store.{table} WHERE {falls} = ?", (part,))
         index(db)
-        db.execute(f"INSERT INTO {APPLIED} VALUES (?, ?)", (arranged.table_id, upto))
+        db.execute(f"INSERT INTO {APPLIED} VALUES (?, ?, ?)", (arranged.table_id, json.dumps(arranged.columns), upto))
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:  # SQLite may have rolled back already: the error to raise is the first one
+            db.execute("ROLLBACK")
         raise
     for other in Path(arranged.directory).glob("*-of-*.db*"):
         if not other.name.split(".db")[0].endswith(f"-of-{parts}"):
@@ -138,7 +141,8 @@ def apply(db, arranged: Arranged, changes: str, upto: int) -> None:
         db.execute(f"UPDATE {APPLIED} SET upto = max(upto, ?)", (upto,))
         db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:  # SQLite may have rolled back already: the error to raise is the first one
+            db.execute("ROLLBACK")
         raise
 
 

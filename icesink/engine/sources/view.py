@@ -518,6 +518,12 @@ class ViewInputs(Input):
             i.close()
 
 
+def _joins_itself(view: ViewInput) -> bool:
+    """Whether the view joins its table with itself: a change then touches keys through other rows of the table,
+    which may be another share's (its touched keys are found by reading the table, not the changes alone)."""
+    return re.search(rf'\b"?{storage_name(view.input_id)}"?\b', view.touched_sql) is not None
+
+
 class MaterializedViewInput(ViewInputs):
     """A sink's view over one table: that table's changes (its own input, `base`) as the view's upserts and
     deletions."""
@@ -529,7 +535,8 @@ class MaterializedViewInput(ViewInputs):
         super().__init__(catalog, relation, view, [base])
         table = base.relation.descriptor
         self.arranged = None
-        if state is not None and type(base) is EngineTableInput and view.share_column and table.primary_key:
+        if (state is not None and type(base) is EngineTableInput and view.share_column and table.primary_key
+                and not _joins_itself(view)):
             self.arranged = Arranged(relation.name, str(state / ARRANGEMENT_DIR), base.relation.id,
                                      tuple(c.as_dict() for c in table.columns), table.primary_key, view.share_column)
         else:
