@@ -11,7 +11,8 @@ a writing client (a process of its own) changes --rate events once a second for 
 range of ids, moving each event to another hour and session (two groups touched per change, and an entry of the
 view's index moved from anywhere in it); `inserts` adds new events, a second of the next day's time each
 statement, of users all over (the groups of that hour, which grow as the run goes on). Prints the changes a second offered (what
-the store took) and committed, the batch times after the first (p50, p95), freshness (from an UPDATE's commit in
+the store took) and committed (end to end, from the client's first statement to the commit that covers its last,
+and while the client wrote, between the commits in that time), the batch times after the first (p50, p95), freshness (from an UPDATE's commit in
 the table to the sink's commit that covers it: p50, p95), a batch's time per change, and the writing client's
 statement times and CPU. Each input after the first
 receives the changes a second the first one's store took, and its batch times, against the first's, say whether
@@ -123,11 +124,16 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
         median = statistics.median(times)
         # a moved event is two entries of the table's log (its old row and its new), a new one is one
         entries = 2 if changes == "moves" else 1
+        # while the client wrote: the changes the commits between its first statement and its last covered
+        during = [c for c in batches if made[0][0] <= c.at <= made[-1][0]]
+        steady = ((during[-1].offset - during[0].offset) / entries / (during[-1].at - during[0].at)
+                  if len(during) > 1 else 0)
         per_change = statistics.median(c.seconds / ((c.offset - b.offset) / entries) * 1e6
                                        for b, c in zip(recorder.batches, batches) if c.offset > b.offset)
         slowest = sorted(sorted(range(len(statements)), key=statements.__getitem__)[-5:])
         print(f"view {view}, input {rows:,} rows, {mode}, {changes}: {rate:,} changes/s offered for {seconds}s ({offered:,.0f}/s measured), "
-              f"{committed:,.0f}/s committed end to end; {len(times)} batches after the first: p50 {median:.2f}s, "
+              f"{committed:,.0f}/s committed end to end, {steady:,.0f}/s while it wrote; {len(times)} batches "
+              f"after the first: p50 {median:.2f}s, "
               f"p95 {percentile(times, 0.95):.2f}s, worst {max(times):.2f}s; freshness p50 "
               f"{statistics.median(fresh):.1f}s, p95 {percentile(fresh, 0.95):.1f}s "
               f"({len(fresh)} of {len(made)} updates committed); a batch takes {per_change:.1f} µs a change "
