@@ -919,8 +919,8 @@ def test_a_sink_keeps_its_own_indexed_copy_of_a_views_table_which_converges_when
     view_input = input_for(session.catalog, session.catalog.get("daily"), sink.descriptor.view, sink.id)
     try:
         for part in range(2):
-            arranged_changes(session.data_dir, sink.descriptor.view, view_input.arranged,
-                             SharedRange(frontier, upto, part, 2))
+            list(arranged_changes(session.data_dir, sink.descriptor.view, view_input.arranged,
+                                  SharedRange(frontier, upto, part, 2)))
     finally:
         view_input.close()
     session.execute("UPDATE events SET price = price + 1, account = account - 2 WHERE id % 5 = 0;"

@@ -97,12 +97,16 @@ def _compare_numeric(a: str, b: str) -> int:
     return (x > y) - (x < y)
 
 
-def _definition(column: Column) -> str:
+def column_definition(column: Column, checked: bool = True) -> str:
+    """A column as the store declares it; not `checked`, without its NOT NULL and type check (a copy of rows that
+    were checked as written)."""
     affinity = _affinity(column.type)
+    collate = f" COLLATE {NUMERIC_COLLATION}" if base_type(column.type) in ("numeric", "uint8") else ""
+    if not checked:
+        return f"{quote(column.name)} {affinity}{collate}"
     check = (f"CONSTRAINT {quote('type:' + column.name)} "
              f"CHECK (typeof({quote(column.name)}) IN ({_TYPEOF[affinity]}, 'null'))")
     null = "" if column.nullable else " NOT NULL"
-    collate = f" COLLATE {NUMERIC_COLLATION}" if base_type(column.type) in ("numeric", "uint8") else ""
     return f"{quote(column.name)} {affinity}{collate}{null} {check}"
 
 
@@ -215,7 +219,7 @@ class TableStore:
     def create(self, table_id: str, columns: tuple[Column, ...], primary_key: tuple[str, ...],
                within: bool = False) -> None:
         """`within`: inside the caller's transaction rather than one of its own."""
-        definitions = [_definition(column) for column in columns]
+        definitions = [column_definition(column) for column in columns]
         if primary_key:
             definitions.append(f"PRIMARY KEY ({', '.join(map(quote, primary_key))})")
         with contextlib.nullcontext() if within else self.transaction():
@@ -298,7 +302,7 @@ class TableStore:
             have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
             added = [c for c in columns if c.name not in have]
             for column in added:
-                self.db.execute(f"ALTER TABLE {table} ADD COLUMN {_definition(Column(column.name, column.type))}")
+                self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column_definition(Column(column.name, column.type))}")
             if added:
                 self.db.execute("INSERT INTO widened VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                                 (table_id, self.next_offset(), len(columns)))

@@ -21,6 +21,7 @@ batch's start (a power loss took its last transactions) is made again from the t
 it."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import sqlite3
@@ -30,8 +31,8 @@ from pathlib import Path
 from typing import Callable
 
 from ...catalog.sqlite import connect_wal
-from ..tables import (NUMERIC_COLLATION, TABLES_FILE, _affinity, add_store_functions, base_type, quote,
-                      storage_name)
+from ...model.types import Column
+from ..tables import TABLES_FILE, add_store_functions, column_definition, quote, storage_name
 
 ARRANGEMENT_DIR = "arrangement"
 APPLIED = "_icesink_arranged"
@@ -51,14 +52,11 @@ class Arranged:
     share_column: str
 
     def to_json(self) -> str:
-        return json.dumps({"view_name": self.view_name, "directory": self.directory, "table_id": self.table_id,
-                           "columns": list(self.columns), "key": list(self.key), "share_column": self.share_column})
+        return json.dumps(dataclasses.asdict(self))
 
     @classmethod
     def from_json(cls, text: str) -> "Arranged":
-        data = json.loads(text)
-        return cls(data["view_name"], data["directory"], data["table_id"], tuple(data["columns"]), tuple(data["key"]),
-                   data["share_column"])
+        return cls(**json.loads(text))
 
 
 def share_sql(type_name: str, value: str, parts: int) -> str:
@@ -100,7 +98,8 @@ def make(db, arranged: Arranged, part: int, parts: int, upto: int, index: Callab
     as the view's batches look rows up; the copies of other numbers of shares are removed."""
     started = time.monotonic()
     table = quote(storage_name(arranged.table_id))
-    definitions = [_definition(c) for c in arranged.columns] + [f"PRIMARY KEY ({', '.join(map(quote, arranged.key))})"]
+    definitions = [column_definition(Column(c["name"], c["type"]), checked=False) for c in arranged.columns]
+    definitions.append(f"PRIMARY KEY ({', '.join(map(quote, arranged.key))})")
     names = ", ".join(quote(c["name"]) for c in arranged.columns)
     falls = share_sql(_type(arranged, arranged.share_column), quote(arranged.share_column), parts)
     db.execute("BEGIN")  # not IMMEDIATE, which would hold the attached store's writers off as well
@@ -148,9 +147,3 @@ def apply(db, arranged: Arranged, changes: str, upto: int) -> None:
 
 def _type(arranged: Arranged, name: str) -> str:
     return next(c["type"] for c in arranged.columns if c["name"] == name)
-
-
-def _definition(column: dict) -> str:
-    """A column of the copy as the store declares it, without its checks: the rows were checked as written."""
-    collate = f" COLLATE {NUMERIC_COLLATION}" if base_type(column["type"]) in ("numeric", "uint8") else ""
-    return f"{quote(column['name'])} {_affinity(column['type'])}{collate}"

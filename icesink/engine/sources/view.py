@@ -4,9 +4,9 @@ source replicates), brought up to date from that table's changes. The sink reads
 they touch and recomputes the view's rows for those keys alone from the table's current rows, in one SQLite
 statement (the planner wrote it: control/view_inputs.py). A key with a row is an upsert; a key left without one
 (its last input row deleted, or filtered out by WHERE or HAVING) is a deletion. The table is indexed on the view's
-key (or the sink's own copy of it is, arrangement.py, which each partition brings up to date with its share of the
-changes first), so a batch reads the rows of the keys its changes touch, not the whole table. A sink's first batch computes the
-whole view in one pass over the table instead, each group once, rather than each group once per partition of the
+key (or the sink's own copy of it is, arrangement.py, which each partition brings up to date with its share of
+the changes first), so a batch reads the rows of the keys its changes touch, not the whole table. A sink's first
+batch computes the whole view in one pass over the table instead, each group once, rather than each group once per partition of the
 table's log that touches it.
 
 The rows are those of a state of the table at or after the batch's frontier: a later change is read again by the
@@ -36,8 +36,8 @@ from ..tables import _affinity, quote, storage_name
 from . import arrangement
 from .arrangement import ARRANGEMENT_DIR, Arranged, open_share, share_sql
 from .base import Input
-from .engine_table import (ROWS_PER_BATCH, ROWS_PER_PARTITION, BaseRange, EngineTableInput, EngineTableReader, EngineTableSource,
-                           OffsetRange, SegmentRange, change_schema)
+from .engine_table import (ROWS_PER_BATCH, ROWS_PER_PARTITION, BaseRange, EngineTableInput, EngineTableReader,
+                           EngineTableSource, OffsetRange, SegmentRange, change_schema)
 from .generated_table import generated_option
 
 CHANGES, TOUCHED, WHOLE = "_icesink_changes", "_icesink_touched", "_icesink_whole"
@@ -217,12 +217,7 @@ class ViewReader(EngineTableReader):
                 if isinstance(partition, WholeView):
                     yield from whole_view(self.data_dir, self.view, partition, self.view_columns, self.arranged)
                     return
-                # a backlog in pieces of about ROWS_PER_PARTITION changes of the share: what a piece touches is
-                # held in memory
-                step = ROWS_PER_PARTITION * partition.parts
-                for after in range(partition.after, partition.upto, step):
-                    piece = SharedRange(after, min(after + step, partition.upto), partition.part, partition.parts)
-                    rows = arranged_changes(self.data_dir, self.view, self.arranged, piece)
+                for rows in arranged_changes(self.data_dir, self.view, self.arranged, partition):
                     yield from view_batches(rows, self.view_columns)
             return
         yield from view_partition(self.data_dir, self.view, partition, self.view_columns, lambda db: recompute(
@@ -300,23 +295,27 @@ def _indexer(view: ViewInput, arranged: Arranged):
     return lambda db: create_indexes(db, view, arranged.view_name)
 
 
-def arranged_changes(data_dir, view: ViewInput, arranged: Arranged, partition: "SharedRange") -> list[tuple]:
+def arranged_changes(data_dir, view: ViewInput, arranged: Arranged, partition: "SharedRange"):
     """The view's changes for the keys its input's changes in `partition` touch (those of its share), recomputed
-    from the share's copy once they are applied to it (a copy behind the partition's start is made again)."""
+    from the share's copy once they are applied to it (a copy behind the partition's start is made again): a list
+    of them per piece of about ROWS_PER_PARTITION changes of the share, what a piece touches being held in memory."""
     db = open_share(data_dir, arranged, partition.part, partition.parts)
     try:
         applied = arrangement.applied_upto(db, arranged)
         if applied is None or applied < partition.after:
             arrangement.make(db, arranged, partition.part, partition.parts, partition.after, _indexer(view, arranged))
         names = [c["name"] for c in arranged.columns]
-        select, parameters = _logged(arranged.table_id, list(arranged.columns), tuple(names), partition,
-                                     arranged.share_column, diff=True)
-        db.execute(f"DROP TABLE IF EXISTS temp.{CHANGES}")
-        db.execute(f"CREATE TEMP TABLE {CHANGES} ({', '.join(quote(n) for n in names)}, _icesink_diff, "
-                   "_icesink_offset, _icesink_ts)")
-        db.execute(f"INSERT INTO temp.{CHANGES} {select}", parameters)
-        arrangement.apply(db, arranged, CHANGES, partition.upto)
-        return recompute_keys(db, view, view.touched_sql)
+        step = ROWS_PER_PARTITION * partition.parts
+        for after in range(partition.after, partition.upto, step):
+            piece = SharedRange(after, min(after + step, partition.upto), partition.part, partition.parts)
+            select, parameters = _logged(arranged.table_id, list(arranged.columns), tuple(names), piece,
+                                         arranged.share_column, diff=True)
+            db.execute(f"DROP TABLE IF EXISTS temp.{CHANGES}")
+            db.execute(f"CREATE TEMP TABLE {CHANGES} ({', '.join(quote(n) for n in names)}, _icesink_diff, "
+                       "_icesink_offset, _icesink_ts)")
+            db.execute(f"INSERT INTO temp.{CHANGES} {select}", parameters)
+            arrangement.apply(db, arranged, CHANGES, piece.upto)
+            yield recompute_keys(db, view, view.touched_sql)
     finally:
         db.close()
 
