@@ -17,8 +17,8 @@ retried after its partition applied them) makes each row the batch names what it
 next batch, which reads the changes after it, names the later ones again; the keys that the rows of either touch
 are recomputed then. So, as for the store's rows, a key is computed from a state at or after the batch's frontier,
 and the Iceberg table converges on the view. A copy that is missing, of another number of shares, or behind the
-batch's start (a power loss took its last transactions) is made again from the table, whose rows are at or after
-it."""
+batch's start, or written before the machine last started (a power loss may have left it half written), is made
+again from the table, whose rows are at or after it."""
 from __future__ import annotations
 
 import dataclasses
@@ -30,13 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ...catalog.sqlite import connect_wal
+from ...catalog.private import private_file
+from ...catalog.sqlite import BUSY_SECONDS, add_functions
 from ...model.types import Column
-from ..tables import TABLES_FILE, add_store_functions, column_definition, quote, storage_name
+from ..tables import MMAP_BYTES, TABLES_FILE, add_store_functions, column_definition, quote, storage_name
 
 ARRANGEMENT_DIR = "arrangement"
 APPLIED = "_icesink_arranged"
 CACHE_KIB = 256 << 10  # a batch's entries land all over the index: its dirty pages stay in memory until the commit
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 log = logging.getLogger("icesink.sink")
 
 
@@ -68,17 +70,32 @@ def share_sql(type_name: str, value: str, parts: int) -> str:
 
 
 def open_share(data_dir, arranged: Arranged, part: int, parts: int) -> sqlite3.Connection:
-    """A connection to share `part` of `parts`, with the store attached (as `store`)."""
+    """A connection to share `part` of `parts`, with the store attached (as `store`).
+
+    The copy is read through a memory map, as a batch reads the store: a partition opens it afresh each batch, and
+    would otherwise copy each page it reads from the system's cache into its own. It keeps a rollback journal,
+    which is not synced: a transaction a killed process left is rolled back when the copy is next opened, and a
+    copy written before the machine last started (a power loss may have left any part of it unwritten) is made
+    again. Against a write-ahead log, synced at each commit, a batch of 450,000 moves over a share of 5M events
+    was applied in 5.4 s instead of 7.6 s (`bench/arrangement.py`)."""
     directory = Path(arranged.directory)
     directory.mkdir(parents=True, exist_ok=True)
-    db = connect_wal(directory / f"{part}-of-{parts}.db")
+    path = directory / f"{part}-of-{parts}.db"
+    private_file(path)
+    db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_SECONDS, check_same_thread=False)
     try:
+        add_functions(db)
         add_store_functions(db)
-        db.execute("PRAGMA synchronous = NORMAL")  # a copy a power loss set back is made again (applied_upto)
-        db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+        db.execute("PRAGMA main.journal_mode = TRUNCATE")  # an earlier release's copy kept a write-ahead log
+        db.execute(f"PRAGMA main.synchronous = {'OFF' if _boot() else 'FULL'}")
+        db.execute(f"PRAGMA main.cache_size = -{CACHE_KIB}")
         db.execute("ATTACH DATABASE ? AS store", (str(Path(data_dir).resolve() / TABLES_FILE),))
-        db.execute(f"CREATE TABLE IF NOT EXISTS {APPLIED} (table_id TEXT NOT NULL, columns TEXT NOT NULL,"
-                   " upto INTEGER NOT NULL)")
+        for schema in ("main", "store"):
+            db.execute(f"PRAGMA {schema}.mmap_size = {MMAP_BYTES}")
+        if "boot" not in {row[1] for row in db.execute(f"PRAGMA main.table_info({APPLIED})")}:
+            db.execute(f"DROP TABLE IF EXISTS main.{APPLIED}")  # a copy of an earlier release: made again
+        db.execute(f"CREATE TABLE IF NOT EXISTS main.{APPLIED} (table_id TEXT NOT NULL, columns TEXT NOT NULL,"
+                   " upto INTEGER NOT NULL, boot TEXT)")
     except BaseException:
         db.close()
         raise
@@ -86,11 +103,20 @@ def open_share(data_dir, arranged: Arranged, part: int, parts: int) -> sqlite3.C
 
 
 def applied_upto(db, arranged: Arranged) -> int | None:
-    """The offset up to which the log was applied to the copy; None while it was not made, or holds another table
-    (the sink reads another view since ALTER SINK … SET FROM) or other columns (the table gained one)."""
-    row = db.execute(f"SELECT upto FROM {APPLIED} WHERE table_id = ? AND columns = ?",
-                     (arranged.table_id, json.dumps(arranged.columns))).fetchone()
+    """The offset up to which the log was applied to the copy; None while it was not made, holds another table
+    (the sink reads another view since ALTER SINK … SET FROM) or other columns (the table gained one), or was
+    written before the machine last started."""
+    row = db.execute(f"SELECT upto FROM {APPLIED} WHERE table_id = ? AND columns = ? AND boot IS ?",
+                     (arranged.table_id, json.dumps(arranged.columns), _boot())).fetchone()
     return None if row is None else row[0]
+
+
+def _boot() -> str | None:
+    """This run of the machine's kernel (Linux's), which a copy whose writes are not synced records."""
+    try:
+        return BOOT_ID.read_text().strip()
+    except OSError:
+        return None
 
 
 def make(db, arranged: Arranged, part: int, parts: int, upto: int, index: Callable) -> None:
@@ -112,7 +138,8 @@ def make(db, arranged: Arranged, part: int, parts: int, upto: int, index: Callab
         # the rows first, then the index: one sort, not an entry placed at a time
         db.execute(f"INSERT INTO main.{table} SELECT {names} FROM store.{table} WHERE {falls} = ?", (part,))
         index(db)
-        db.execute(f"INSERT INTO {APPLIED} VALUES (?, ?, ?)", (arranged.table_id, json.dumps(arranged.columns), upto))
+        db.execute(f"INSERT INTO {APPLIED} VALUES (?, ?, ?, ?)",
+                   (arranged.table_id, json.dumps(arranged.columns), upto, _boot()))
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:  # SQLite may have rolled back already: the error to raise is the first one
@@ -131,12 +158,15 @@ def apply(db, arranged: Arranged, changes: str, upto: int) -> None:
     table = quote(storage_name(arranged.table_id))
     key = ", ".join(map(quote, arranged.key))
     names = ", ".join(quote(c["name"]) for c in arranged.columns)
+    # each key's newest change found through an index rather than ranked by a window: a third of the time
+    db.execute(f"CREATE INDEX temp.{quote(changes + '_by_key')} ON {changes} ({key}, _icesink_offset)")
+    same = " AND ".join(f"later.{k} = change.{k}" for k in map(quote, arranged.key))
     db.execute("BEGIN")  # the copy alone is written: the store's writers go on
     try:
         db.execute(f"DELETE FROM main.{table} WHERE ({key}) IN (SELECT {key} FROM temp.{changes})")
-        db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM (SELECT *, row_number() OVER "
-                   f"(PARTITION BY {key} ORDER BY _icesink_offset DESC) AS _icesink_n FROM temp.{changes}) "
-                   f"WHERE _icesink_n = 1 AND _icesink_diff = 1")
+        db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM temp.{changes} AS change "
+                   f"WHERE _icesink_diff = 1 AND NOT EXISTS (SELECT 1 FROM temp.{changes} AS later "
+                   f"WHERE {same} AND later._icesink_offset > change._icesink_offset)")
         db.execute(f"UPDATE {APPLIED} SET upto = max(upto, ?)", (upto,))
         db.execute("COMMIT")
     except BaseException:
