@@ -874,7 +874,8 @@ def test_a_sink_keeps_its_own_indexed_copy_of_a_views_table_which_converges_when
     """A sink on a view of one engine table keeps its own copy of the table's rows, a file per share of the view's
     keys, indexed by the key: the table's writes keep no index for the view. A copy that went missing, that lost its
     last transactions (as a power loss can take them), that was written before the machine last started, or that
-    holds changes no commit covers (a batch applied them and was lost) is made again or brought level: the Iceberg table, read by DuckDB, holds the view."""
+    holds changes no commit covers (a batch applied them and was lost) is made again or brought level: the Iceberg
+    table, read by DuckDB, holds the view."""
     import sqlite3
 
     from icesink.engine.sink import state_dir
@@ -927,25 +928,24 @@ def test_a_sink_keeps_its_own_indexed_copy_of_a_views_table_which_converges_when
                     "DELETE FROM events WHERE id % 7 = 0")
     level()
 
+    def damage(part: int, *statements: str) -> None:
+        db = arrangement.open_share(session.data_dir, view_input.arranged, part, 2)
+        try:
+            for statement in statements:
+                db.execute(statement)
+        finally:
+            db.close()
+
     # one copy loses rows and its record of them (a power loss), the other goes
-    db = arrangement.open_share(session.data_dir, view_input.arranged, 0, 2)
-    try:
-        db.execute(f"DELETE FROM t_{table_id} WHERE id % 2 = 0")
-        db.execute("UPDATE _icesink_arranged SET upto = 1")
-    finally:
-        db.close()
+    damage(0, f"DELETE FROM t_{table_id} WHERE id % 2 = 0", "UPDATE _icesink_arranged SET upto = 1")
     for path in directory.glob("1-of-2.db*"):
         path.unlink()
     session.execute("UPDATE events SET price = price + 2 WHERE id % 4 = 1")
     level()
 
     # a copy written before the machine last started (its writes are not synced): rows lost, its record kept
-    db = arrangement.open_share(session.data_dir, view_input.arranged, 1, 2)
-    try:
-        db.execute(f"DELETE FROM t_{table_id} WHERE id % 3 = 0")
-        db.execute("UPDATE _icesink_arranged SET boot = 'an earlier start'")
-    finally:
-        db.close()
+    damage(1, f"DELETE FROM t_{table_id} WHERE id % 3 = 0",
+           "UPDATE _icesink_arranged SET boot = 'an earlier start'")
     session.execute("UPDATE events SET price = price + 1 WHERE id % 4 = 2")
     level()
 
