@@ -9,7 +9,8 @@ on it (not run), makes the sink's copies (--shares of them, as a batch on that m
 and reads each share's changes as a batch's partition does (`arranged_changes`), one share after another. Prints,
 per share, the seconds to apply the changes to the copy and to recompute the touched groups, µs a change, and the
 seconds to build the Arrow record batches a partition gives Spark.
-`--before` keeps the copy as the release before did (a write-ahead log synced at each commit, no memory map).
+`--before` keeps the copy's file as the release before did (a write-ahead log, `synchronous = NORMAL`, no memory
+map); the statements that apply the changes are this release's.
 A figure, not a test.
 """
 from __future__ import annotations
@@ -48,6 +49,7 @@ def main() -> None:
         def open_share(*arguments):
             db = opened(*arguments)
             db.execute("PRAGMA main.mmap_size = 0")
+            db.execute("PRAGMA store.mmap_size = 0")
             db.execute("PRAGMA main.journal_mode = WAL")
             db.execute("PRAGMA main.synchronous = NORMAL")
             return db

@@ -177,9 +177,10 @@ def add_functions(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA case_sensitive_like = ON")  # Postgres's LIKE; ILIKE is rendered as lower() LIKE lower()
 
 
-def connect_wal(path: Path) -> sqlite3.Connection:
-    """A connection in WAL mode, in autocommit (callers say BEGIN). Turning WAL on needs the file to itself for a
-    moment, and SQLite answers "locked" at once instead of waiting when another process opens it too: retry."""
+def connect_wal(path: Path, journal_mode: str = "WAL") -> sqlite3.Connection:
+    """A connection in WAL mode (or `journal_mode`), in autocommit (callers say BEGIN). Turning WAL on or off needs
+    the file to itself for a moment, and SQLite answers "locked" at once instead of waiting when another process
+    opens it too: retry."""
     for companion in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         if companion == path or companion.exists():
             private_file(companion)
@@ -188,7 +189,7 @@ def connect_wal(path: Path) -> sqlite3.Connection:
     deadline = time.monotonic() + BUSY_SECONDS
     while True:
         try:
-            db.execute("PRAGMA journal_mode = WAL")
+            db.execute(f"PRAGMA journal_mode = {journal_mode}")
             return db
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) or time.monotonic() > deadline:

@@ -30,8 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ...catalog.private import private_file
-from ...catalog.sqlite import BUSY_SECONDS, add_functions
+from ...catalog.sqlite import connect_wal
 from ...model.types import Column
 from ..tables import MMAP_BYTES, TABLES_FILE, add_store_functions, column_definition, quote, storage_name
 
@@ -74,28 +73,28 @@ def open_share(data_dir, arranged: Arranged, part: int, parts: int) -> sqlite3.C
 
     The copy is read through a memory map, as a batch reads the store: a partition opens it afresh each batch, and
     would otherwise copy each page it reads from the system's cache into its own. It keeps a rollback journal,
-    which is not synced: a transaction a killed process left is rolled back when the copy is next opened, and a
-    copy written before the machine last started (a power loss may have left any part of it unwritten) is made
-    again. A share's 250,000 changes of 125,000 moves over 10M events were applied in 1.62–1.86 s, against
-    2.31–2.68 s with a write-ahead log synced at each commit and no memory map (`bench/arrangement.py`)."""
+    which is not synced: a transaction a killed process left is rolled back when the copy is next opened. A power
+    loss may leave such a file in any state, which SQLite might not even open: a copy whose mark beside it
+    (`0-of-2.db.boot`) names another start of the machine than this one is removed before it is opened, and made
+    again. Where the machine's start is not known, each commit is synced. A share's 250,000 changes of 125,000
+    moves over 10M events were applied in 1.62–1.86 s, against 2.31–2.68 s with a write-ahead log
+    (`synchronous = NORMAL`) and no memory map (`bench/arrangement.py`)."""
     directory = Path(arranged.directory)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{part}-of-{parts}.db"
-    private_file(path)
-    db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_SECONDS, check_same_thread=False)
+    boot = _boot()
+    if boot is not None:
+        _keep_if_of_this_start(path, boot)
+    db = connect_wal(path, journal_mode="TRUNCATE")  # an earlier release's copy kept a write-ahead log
     try:
-        add_functions(db)
         add_store_functions(db)
-        db.execute("PRAGMA main.journal_mode = TRUNCATE")  # an earlier release's copy kept a write-ahead log
-        db.execute(f"PRAGMA main.synchronous = {'OFF' if _boot() else 'FULL'}")
+        db.execute(f"PRAGMA main.synchronous = {'FULL' if boot is None else 'OFF'}")
         db.execute(f"PRAGMA main.cache_size = -{CACHE_KIB}")
         db.execute("ATTACH DATABASE ? AS store", (str(Path(data_dir).resolve() / TABLES_FILE),))
         for schema in ("main", "store"):
             db.execute(f"PRAGMA {schema}.mmap_size = {MMAP_BYTES}")
-        if "boot" not in {row[1] for row in db.execute(f"PRAGMA main.table_info({APPLIED})")}:
-            db.execute(f"DROP TABLE IF EXISTS main.{APPLIED}")  # a copy of an earlier release: made again
-        db.execute(f"CREATE TABLE IF NOT EXISTS main.{APPLIED} (table_id TEXT NOT NULL, columns TEXT NOT NULL,"
-                   " upto INTEGER NOT NULL, boot TEXT)")
+        db.execute(f"CREATE TABLE IF NOT EXISTS {APPLIED} (table_id TEXT NOT NULL, columns TEXT NOT NULL,"
+                   " upto INTEGER NOT NULL)")
     except BaseException:
         db.close()
         raise
@@ -103,20 +102,33 @@ def open_share(data_dir, arranged: Arranged, part: int, parts: int) -> sqlite3.C
 
 
 def applied_upto(db, arranged: Arranged) -> int | None:
-    """The offset up to which the log was applied to the copy; None while it was not made, holds another table
-    (the sink reads another view since ALTER SINK … SET FROM) or other columns (the table gained one), or was
-    written before the machine last started."""
-    row = db.execute(f"SELECT upto FROM {APPLIED} WHERE table_id = ? AND columns = ? AND boot IS ?",
-                     (arranged.table_id, json.dumps(arranged.columns), _boot())).fetchone()
+    """The offset up to which the log was applied to the copy; None while it was not made, or holds another table
+    (the sink reads another view since ALTER SINK … SET FROM) or other columns (the table gained one)."""
+    row = db.execute(f"SELECT upto FROM {APPLIED} WHERE table_id = ? AND columns = ?",
+                     (arranged.table_id, json.dumps(arranged.columns))).fetchone()
     return None if row is None else row[0]
 
 
 def _boot() -> str | None:
-    """This run of the machine's kernel (Linux's), which a copy whose writes are not synced records."""
+    """This start of the machine (Linux's boot id)."""
     try:
         return BOOT_ID.read_text().strip()
     except OSError:
         return None
+
+
+def _keep_if_of_this_start(path: Path, boot: str) -> None:
+    """The copy at `path` removed unless its mark says it was written since the machine last started; marked so.
+    (A mark a power loss took says no start, and one it kept an earlier start.)"""
+    mark = path.with_name(path.name + ".boot")
+    try:
+        if mark.read_text() == boot:
+            return
+    except OSError:
+        pass
+    for name in (path.name, path.name + "-journal", path.name + "-wal", path.name + "-shm"):
+        path.with_name(name).unlink(missing_ok=True)
+    mark.write_text(boot)
 
 
 def make(db, arranged: Arranged, part: int, parts: int, upto: int, index: Callable) -> None:
@@ -138,8 +150,7 @@ def make(db, arranged: Arranged, part: int, parts: int, upto: int, index: Callab
         # the rows first, then the index: one sort, not an entry placed at a time
         db.execute(f"INSERT INTO main.{table} SELECT {names} FROM store.{table} WHERE {falls} = ?", (part,))
         index(db)
-        db.execute(f"INSERT INTO {APPLIED} VALUES (?, ?, ?, ?)",
-                   (arranged.table_id, json.dumps(arranged.columns), upto, _boot()))
+        db.execute(f"INSERT INTO {APPLIED} VALUES (?, ?, ?)", (arranged.table_id, json.dumps(arranged.columns), upto))
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:  # SQLite may have rolled back already: the error to raise is the first one
