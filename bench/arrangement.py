@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("ICESINK_SECRET_STORE", "file")
 
 import icesink  # noqa: E402
-from bench.views import KEYS, SETUP, VIEWS  # noqa: E402
+from bench.views import KEYS, SETUP, VIEWS, move  # noqa: E402
 from icesink.engine.sources import arrangement, input_for, view as view_source  # noqa: E402
 from icesink.engine.sources.view import SharedRange, _indexer, arranged_changes, view_batches  # noqa: E402
 
@@ -56,17 +56,17 @@ def main() -> None:
         arrangement.open_share = view_source.open_share = open_share
 
     timings = {"apply": 0.0, "recompute": 0.0}
-    for name in timings:
-        module = arrangement if name == "apply" else view_source
-        function = getattr(module, f"{name}_keys" if name == "recompute" else name)
 
-        def timed(*arguments, _function=function, _name=name):
+    def timed(function, name):
+        def call(*arguments):
             started = time.perf_counter()
             try:
-                return _function(*arguments)
+                return function(*arguments)
             finally:
-                timings[_name] += time.perf_counter() - started
-        setattr(module, function.__name__, timed)
+                timings[name] += time.perf_counter() - started
+        return call
+    arrangement.apply = timed(arrangement.apply, "apply")  # arranged_changes calls both through their modules
+    view_source.recompute_keys = timed(view_source.recompute_keys, "recompute")
 
     session = icesink.connect(Path(tempfile.mkdtemp(prefix="icesink-bench-arrangement-")))
     started = time.time()
@@ -75,8 +75,9 @@ def main() -> None:
     print(f"{args.rows:,} events of {args.users:,} users loaded in {time.time() - started:.1f}s", flush=True)
     sink = session.catalog.get("user_activity_iceberg")
     view = sink.descriptor.view
-    columns = [c.as_dict() for c in session.catalog.get("user_activity_summary").descriptor.columns]
-    made = input_for(session.catalog, session.catalog.get("user_activity_summary"), view, sink.id)
+    relation = session.catalog.get("user_activity_summary")
+    columns = [c.as_dict() for c in relation.descriptor.columns]
+    made = input_for(session.catalog, relation, view, sink.id)
     made.close()
     arranged, table_id = made.arranged, session.catalog.get("user_events").id
     frontier = session.tables.latest_offset(table_id)
@@ -91,9 +92,7 @@ def main() -> None:
 
     started = time.time()
     for statement, first in enumerate(range(1, args.moves + 1, RATE)):
-        last = min(first + RATE, args.moves + 1)
-        session.execute(f"UPDATE user_events SET session_id = 'u{statement}', event_timestamp = "
-                        f"'2026-11-02 {statement % 24:02d}:30:00' WHERE id >= {first} AND id < {last}")
+        session.execute(move(statement, first, min(first + RATE, args.moves + 1)))
     upto = session.tables.latest_offset(table_id)
     print(f"{args.moves:,} events moved in {time.time() - started:.1f}s ({upto - frontier:,} changes)", flush=True)
 

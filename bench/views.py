@@ -149,6 +149,13 @@ def run(spark, rows: int, users: int, rate: int, seconds: int, mode: str,
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
+def move(statement: int, first: int, last: int) -> str:
+    """The writing client's `statement`th move: events `first` to `last` (not included) to another hour and session
+    each."""
+    return (f"UPDATE user_events SET session_id = 'u{statement}', event_timestamp = "
+            f"'2026-11-02 {statement % 24:02d}:30:00' WHERE id >= {first} AND id < {last}")
+
+
 def write(data_dir: str, rows: int, rate: int, seconds: int, changes: str, users: int) -> None:
     """The writing client: once a second, `rate` events move to another hour and session, or `rate` new events come;
     prints, per statement, the time it committed, the table's offset then, the rows it changed, its seconds and
@@ -160,8 +167,7 @@ def write(data_dir: str, rows: int, rate: int, seconds: int, changes: str, users
             tick, cpu = time.time(), time.process_time()
             if changes == "moves":
                 first = 1 + (statement * rate) % rows
-                session.execute(f"UPDATE user_events SET session_id = 'u{statement}', event_timestamp = "
-                                f"'2026-11-02 {statement % 24:02d}:30:00' WHERE id >= {first} AND id < {first + rate}")
+                session.execute(move(statement, first, first + rate))
                 made = min(rate, rows + 1 - first)
             else:
                 first = rows + 1 + statement * rate
